@@ -1,0 +1,278 @@
+//! The loop: ask the model, run its tools, verify when it says it is done, stop at the budget.
+
+mod prompt;
+
+pub use prompt::SYSTEM_PROMPT;
+
+use crate::model::{ContentBlock, Message, Model, ModelError, Reply, Request, Role, StopReason, ToolSpec};
+use crate::testrun::TestResult;
+use crate::tools::{Registry, ToolContext, ToolFatal};
+use crate::verify::{describe_for_model, Verifier};
+use git2::Oid;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How a run ended. The names are public: they appear in reports, trailers and `--json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    TurnLimit,
+    ModelError(String),
+    Interrupted,
+    /// The harness itself failed (git, the test command could not start): not the model's doing.
+    HarnessError(String),
+}
+
+impl Outcome {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::TurnLimit => "turn-limit",
+            Outcome::ModelError(_) => "model-error",
+            Outcome::Interrupted => "interrupted",
+            Outcome::HarnessError(_) => "harness-error",
+        }
+    }
+
+    /// The documented exit codes: 0 pass, 1 tests still fail, 3 model error, 4 harness error,
+    /// 130 interrupted.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Outcome::Passed => 0,
+            Outcome::TurnLimit => 1,
+            Outcome::ModelError(_) => 3,
+            Outcome::HarnessError(_) => 4,
+            Outcome::Interrupted => 130,
+        }
+    }
+}
+
+/// One line of the report's "what was tried".
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Action {
+    pub turn: u32,
+    pub label: String,
+    pub result: String,
+}
+
+pub struct Budget {
+    pub max_turns: u32,
+}
+
+pub struct RunResult {
+    pub outcome: Outcome,
+    pub turns: u32,
+    pub actions: Vec<Action>,
+    pub commits: Vec<Oid>,
+    /// The last test result: the one the report states.
+    pub tests: TestResult,
+    pub messages: Vec<Message>,
+}
+
+pub struct Agent<'a> {
+    pub model: &'a mut dyn Model,
+    pub registry: &'a Registry,
+    pub guard: &'a crate::guard::Guard,
+    pub verifier: &'a Verifier<'a>,
+    pub system: &'a str,
+    pub budget: Budget,
+    pub interrupt: &'a AtomicBool,
+    /// Progress lines (one per tool call) go here; the CLI sends them to stderr.
+    pub progress: &'a mut dyn FnMut(&str),
+}
+
+struct Loop {
+    turns: u32,
+    actions: Vec<Action>,
+    commits: Vec<Oid>,
+    messages: Vec<Message>,
+    tests: TestResult,
+    /// The branch head the last test result was taken at.
+    tested_at: Option<Oid>,
+}
+
+impl Agent<'_> {
+    /// Runs the whole conversation. Only a failure to run the tests at all before the first
+    /// turn is an `Err`: there is then nothing honest to report about the tests.
+    pub async fn run(mut self, task: &str, tools: &[ToolSpec]) -> Result<RunResult, ToolFatal> {
+        let initial = self.verifier.run()?;
+        (self.progress)(&format!("tests before any change: {}", initial.summary()));
+        let first = format!(
+            "Task: {task}\n\nBefore any change, the harness ran the tests.\n{}",
+            describe_for_model(&initial)
+        );
+        let mut state = Loop {
+            turns: 0,
+            actions: Vec::new(),
+            commits: Vec::new(),
+            messages: vec![Message::user(vec![ContentBlock::text(first)])],
+            tested_at: self.verifier.workspace.head().ok(),
+            tests: initial,
+        };
+        let outcome = self.converse(&mut state, tools).await;
+        let outcome = self.final_check(&mut state, outcome);
+        Ok(RunResult {
+            outcome,
+            turns: state.turns,
+            actions: state.actions,
+            commits: state.commits,
+            tests: state.tests,
+            messages: state.messages,
+        })
+    }
+
+    async fn converse(&mut self, state: &mut Loop, tools: &[ToolSpec]) -> Outcome {
+        loop {
+            if self.interrupt.load(Ordering::SeqCst) {
+                return Outcome::Interrupted;
+            }
+            if state.turns >= self.budget.max_turns {
+                return Outcome::TurnLimit;
+            }
+            let reply = match self.ask(state, tools).await {
+                Ok(reply) => reply,
+                Err(ModelError::Interrupted) => return Outcome::Interrupted,
+                Err(e) => return Outcome::ModelError(e.to_string()),
+            };
+            state.turns += 1;
+            state.messages.push(Message {
+                role: Role::Assistant,
+                content: reply.content.clone(),
+            });
+            match self.answer(state, &reply) {
+                Ok(Some(outcome)) => return outcome,
+                Ok(None) => {}
+                Err(fatal) => return Outcome::HarnessError(fatal.to_string()),
+            }
+        }
+    }
+
+    async fn ask(&mut self, state: &Loop, tools: &[ToolSpec]) -> Result<Reply, ModelError> {
+        let request = Request {
+            system: self.system,
+            messages: &state.messages,
+            tools,
+        };
+        let interrupt = self.interrupt;
+        tokio::select! {
+            reply = self.model.reply(&request) => reply,
+            _ = wait_for(interrupt) => Err(ModelError::Interrupted),
+        }
+    }
+
+    /// Acts on one reply: runs its tool calls, or verifies when the model ends its turn.
+    /// Returns the outcome when the run is over.
+    fn answer(&mut self, state: &mut Loop, reply: &Reply) -> Result<Option<Outcome>, ToolFatal> {
+        let calls: Vec<(&String, &String, &serde_json::Value)> = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse { id, name, input } => Some((id, name, input)),
+                _ => None,
+            })
+            .collect();
+        if !calls.is_empty() {
+            let note = reply.text();
+            let mut results = Vec::new();
+            for (id, name, input) in calls {
+                results.push(self.call_tool(state, &note, id, name, input)?);
+            }
+            if reply.stop_reason == StopReason::MaxTokens {
+                results.push(ContentBlock::text(CUT_OFF));
+            }
+            state.messages.push(Message::user(results));
+            return Ok(None);
+        }
+        if reply.stop_reason == StopReason::MaxTokens {
+            self.record(state, "reply cut off (max_tokens)", "asked to continue");
+            state.messages.push(Message::user(vec![ContentBlock::text(CUT_OFF)]));
+            return Ok(None);
+        }
+        let tests = self.verify(state)?;
+        self.record(state, "end of turn: tests", &tests.summary());
+        if tests.passed {
+            return Ok(Some(Outcome::Passed));
+        }
+        let feedback = format!(
+            "You ended your turn, so the harness ran the tests. They still fail.\n{}\n\n\
+             The task is done only when the tests pass. Keep working.",
+            describe_for_model(&tests)
+        );
+        state.messages.push(Message::user(vec![ContentBlock::text(feedback)]));
+        Ok(None)
+    }
+
+    fn call_tool(
+        &mut self,
+        state: &mut Loop,
+        note: &str,
+        id: &str,
+        name: &str,
+        input: &serde_json::Value,
+    ) -> Result<ContentBlock, ToolFatal> {
+        let ctx = ToolContext {
+            guard: self.guard,
+            verifier: self.verifier,
+            note,
+        };
+        let outcome = self.registry.call(name, input, &ctx)?;
+        let label = self.registry.label(name, input);
+        self.record(state, &label, &outcome.summary);
+        if let Some(oid) = outcome.commit {
+            state.commits.push(oid);
+        }
+        if let Some(tests) = outcome.tests {
+            state.tested_at = self.verifier.workspace.head().ok();
+            state.tests = tests;
+        }
+        Ok(ContentBlock::ToolResult {
+            tool_use_id: id.to_string(),
+            content: outcome.content,
+            is_error: outcome.is_error,
+        })
+    }
+
+    fn verify(&mut self, state: &mut Loop) -> Result<TestResult, ToolFatal> {
+        let tests = self.verifier.run()?;
+        state.tested_at = self.verifier.workspace.head().ok();
+        state.tests = tests.clone();
+        Ok(tests)
+    }
+
+    fn record(&mut self, state: &mut Loop, label: &str, result: &str) {
+        (self.progress)(&format!("turn {}: {label} -> {result}", state.turns));
+        state.actions.push(Action {
+            turn: state.turns,
+            label: label.to_string(),
+            result: result.to_string(),
+        });
+    }
+
+    /// The report must state the tests of the branch as it ends: run them once more unless
+    /// the last result already belongs to this commit. A pass at the end is a pass.
+    fn final_check(&mut self, state: &mut Loop, outcome: Outcome) -> Outcome {
+        if outcome == Outcome::Passed || outcome == Outcome::Interrupted {
+            return outcome;
+        }
+        let head = self.verifier.workspace.head().ok();
+        if head.is_none() || head != state.tested_at {
+            match self.verify(state) {
+                Ok(tests) => self.record(state, "final test run", &tests.summary()),
+                Err(fatal) => return Outcome::HarnessError(fatal.to_string()),
+            }
+        }
+        match outcome {
+            Outcome::TurnLimit if state.tests.passed => Outcome::Passed,
+            other => other,
+        }
+    }
+}
+
+const CUT_OFF: &str = "Your reply was cut off at the token limit. Continue where you stopped, \
+in smaller steps.";
+
+async fn wait_for(flag: &AtomicBool) {
+    while !flag.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

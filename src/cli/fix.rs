@@ -1,0 +1,207 @@
+//! `agent-git fix`: settings and checks, then one run, then the report on stdout.
+
+use super::CliError;
+use crate::agent::SYSTEM_PROMPT;
+use crate::guard::Protection;
+use crate::model::{open_model, Model, ModelSpec};
+use crate::run::{execute, RunPlan};
+use crate::settings::{config_layers, merge, Layer};
+use crate::testrun::{detect, pytest_available, TestPlan};
+use crate::workspace::{check_branch_free, open_user_repo, read_blob, resolve_base, tree_files};
+use clap::Args;
+use std::hash::{BuildHasher, Hasher};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub const DEFAULT_TASK: &str = "Make the failing tests pass.";
+
+#[derive(Debug, Clone, Args)]
+pub struct FixArgs {
+    /// What the agent should do.
+    #[arg(default_value = DEFAULT_TASK)]
+    pub task: String,
+    /// The repository to work on [default: the one containing the current directory].
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// The commit the run's branch starts from.
+    #[arg(long, value_name = "REV", default_value = "HEAD")]
+    pub base: String,
+    /// The branch to create [default: agent/<slug of the task>-<run id>]; must not exist.
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
+    /// The model: script:PATH (replies from a JSON file). Also from AGENT_GIT_MODEL or
+    /// git config agent-git.model.
+    #[arg(long, value_name = "SPEC", env = "AGENT_GIT_MODEL")]
+    pub model: Option<String>,
+    /// Shell command that runs the tests, in the run's work tree [default: git config
+    /// agent-git.testCmd, else detected from the repository's files].
+    #[arg(long, value_name = "CMD")]
+    pub test_cmd: Option<String>,
+    /// Seconds one test run may take before its whole process group is killed [default: 300].
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub test_timeout: Option<u64>,
+    /// Most model replies the run may use [default: 30].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+    /// Gitignore-style pattern of more paths the agent may not change (repeatable); added to
+    /// the defaults and to git config agent-git.protect.
+    #[arg(long = "protect", value_name = "GLOB")]
+    pub protect: Vec<String>,
+    /// Keep the run's work tree after the run (it is removed by default; the branch stays).
+    #[arg(long)]
+    pub keep_worktree: bool,
+    /// Print one JSON object on stdout instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the whole conversation (system, tools, messages) as JSON to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub transcript: Option<PathBuf>,
+}
+
+pub fn run(args: FixArgs) -> Result<u8, CliError> {
+    fix_with(args, None)
+}
+
+/// The whole command; `model` replaces the configured one (the demo's built-in script).
+pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliError> {
+    let json = args.json;
+    let plan = prepare(args, model)?;
+    let mut progress = |line: &str| eprintln!("agent-git: {line}");
+    let finished = execute(plan, &mut progress)?;
+    if json {
+        println!("{}", finished.json);
+    } else {
+        print!("{}", finished.message);
+    }
+    Ok(finished.outcome.exit_code())
+}
+
+/// Every check that can fail before the branch exists. Nothing here writes anything.
+fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliError> {
+    let usage = CliError::Usage;
+    let start = match &args.repo {
+        Some(path) => path.clone(),
+        None => std::env::current_dir().map_err(|e| usage(format!("no current directory: {e}")))?,
+    };
+    let repo = open_user_repo(&start)?;
+    let base = resolve_base(&repo, &args.base)?;
+    let flags = Layer {
+        model: args.model.clone(),
+        test_cmd: args.test_cmd.clone(),
+        test_timeout: args.test_timeout,
+        max_turns: args.max_turns,
+        protect: args.protect.clone(),
+    };
+    let mut layers = vec![flags];
+    layers.extend(config_layers(&repo, base.id).map_err(usage)?);
+    let settings = merge(&layers);
+
+    let model = match model {
+        Some(model) => model,
+        None => {
+            let spec = settings.model.as_deref().ok_or_else(|| {
+                usage(
+                    "no model given; pass --model script:PATH, or set AGENT_GIT_MODEL, \
+                     or run `git config agent-git.model script:PATH`"
+                        .to_string(),
+                )
+            })?;
+            let spec = ModelSpec::parse(spec).map_err(usage)?;
+            open_model(&spec).map_err(usage)?
+        }
+    };
+    let protection = Protection::new(&settings.protect).map_err(usage)?;
+    let run_id = new_run_id();
+    let branch = args
+        .branch
+        .clone()
+        .unwrap_or_else(|| format!("agent/{}-{run_id}", slug(&args.task)));
+    check_branch_free(&repo, &branch)?;
+
+    let timeout = Duration::from_secs(settings.test_timeout);
+    let tests = match settings.test_cmd {
+        Some(cmd) => TestPlan::shell(cmd, timeout),
+        None => {
+            let files = tree_files(&repo, base.id)?;
+            let read = |p: &str| {
+                read_blob(&repo, base.id, p).map(|b| String::from_utf8_lossy(&b).into_owned())
+            };
+            let detected = detect(&files, &read, pytest_available()).ok_or_else(|| {
+                usage(
+                    "cannot tell how to run this repository's tests; pass --test-cmd CMD \
+                     or run `git config agent-git.testCmd CMD`"
+                        .to_string(),
+                )
+            })?;
+            TestPlan::from_detected(detected, timeout)
+                .map_err(|e| usage(format!("cannot prepare the test runner: {e}")))?
+        }
+    };
+    Ok(RunPlan {
+        repo,
+        base,
+        branch,
+        run_id,
+        task: args.task,
+        model,
+        protection,
+        tests,
+        max_turns: settings.max_turns,
+        system: SYSTEM_PROMPT.to_string(),
+        keep_worktree: args.keep_worktree,
+        transcript: args.transcript,
+    })
+}
+
+/// Eight hex digits, different for every run (std's hasher keys are random per process).
+fn new_run_id() -> String {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.write_u32(std::process::id());
+    format!("{:08x}", hasher.finish() as u32)
+}
+
+/// A branch-name-safe digest of the task: `fix-the-adder`.
+pub fn slug(task: &str) -> String {
+    let mut slug = String::new();
+    for c in task.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+        if slug.len() >= 40 {
+            break;
+        }
+    }
+    let slug = slug.trim_end_matches('-').to_string();
+    if slug.is_empty() {
+        "task".to_string()
+    } else {
+        slug
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_short_and_safe() {
+        assert_eq!(slug("The tests in test_calc.py fail. Fix it!"), "the-tests-in-test-calc-py-fail-fix-it");
+        assert_eq!(slug("   ...   "), "task");
+        assert!(slug(&"word ".repeat(30)).len() <= 40);
+        assert_eq!(slug("Überprüfe den Code"), "berpr-fe-den-code");
+    }
+
+    #[test]
+    fn run_ids_differ() {
+        let a = new_run_id();
+        assert_eq!(a.len(), 8);
+        assert_ne!(a, new_run_id());
+    }
+}

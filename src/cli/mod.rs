@@ -1,0 +1,79 @@
+//! The command line: one file per subcommand, each only glue between clap and the library.
+
+pub mod demo;
+pub mod fix;
+
+use clap::{Parser, Subcommand};
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0    the tests pass
+  1    the run ended with tests failing (report written)
+  2    usage or setup error, before any branch exists
+  3    the model failed (report written)
+  4    the harness failed after the branch was created (git or the test command)
+  130  interrupted (Ctrl-C; report written)";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent-git",
+    version,
+    about = "A git-native coding agent: it works on its own branch, commits every accepted edit, \
+             cannot touch the tests and believes only the test results.",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the fix loop on a repository whose tests fail, on a new branch.
+    #[command(after_help = EXIT_CODES)]
+    Fix(fix::FixArgs),
+    /// Run the fix loop on a built-in example with a scripted model (no API key, no network).
+    Demo(demo::DemoArgs),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad input or setup; nothing was created.
+    #[error("{0}")]
+    Usage(String),
+    /// The harness failed after the branch was created.
+    #[error("{0}")]
+    Harness(String),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Harness(_) => 4,
+        }
+    }
+}
+
+impl From<crate::run::RunError> for CliError {
+    fn from(e: crate::run::RunError) -> Self {
+        match e {
+            crate::run::RunError::Setup(e) => CliError::Usage(e.to_string()),
+            crate::run::RunError::Harness(e) => CliError::Harness(e),
+        }
+    }
+}
+
+impl From<crate::workspace::SetupError> for CliError {
+    fn from(e: crate::workspace::SetupError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
+/// Runs a parsed command line; the result is the process exit code.
+pub fn run(cli: Cli) -> Result<u8, CliError> {
+    match cli.command {
+        Command::Fix(args) => fix::run(args),
+        Command::Demo(args) => demo::run(args),
+    }
+}

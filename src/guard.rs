@@ -1,0 +1,310 @@
+//! Path resolution and the protected-path policy. Every path a model names passes through here
+//! before any tool touches the disk.
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use std::path::{Component, Path, PathBuf};
+
+/// Test files and test-runner configuration: gitignore-style patterns, matched anywhere.
+pub const DEFAULT_PROTECTED: &[&str] = &[
+    "test_*.py",
+    "*_test.py",
+    "tests/",
+    "test/",
+    "spec/",
+    "__tests__/",
+    "*.test.*",
+    "*.spec.*",
+    "*_test.go",
+    "*_spec.rb",
+    "conftest.py",
+    "pytest.ini",
+    "tox.ini",
+    ".agentgit",
+];
+
+/// Which paths the agent may never add, change, delete or rename.
+#[derive(Debug, Clone)]
+pub struct Protection {
+    patterns: Vec<String>,
+    matcher: Gitignore,
+}
+
+impl Protection {
+    /// The default patterns plus `extra` (from flags and config).
+    pub fn new(extra: &[String]) -> Result<Self, String> {
+        let mut builder = GitignoreBuilder::new("");
+        let mut patterns = Vec::new();
+        for pattern in DEFAULT_PROTECTED
+            .iter()
+            .map(|p| p.to_string())
+            .chain(extra.iter().cloned())
+        {
+            if patterns.contains(&pattern) {
+                continue;
+            }
+            builder
+                .add_line(None, &pattern)
+                .map_err(|e| format!("bad protected pattern `{pattern}`: {e}"))?;
+            patterns.push(pattern);
+        }
+        let matcher = builder
+            .build()
+            .map_err(|e| format!("bad protected patterns: {e}"))?;
+        Ok(Protection { patterns, matcher })
+    }
+
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    /// Whether a path relative to the work tree root, or any directory above it, is protected.
+    pub fn is_protected(&self, rel: &Path) -> bool {
+        if rel.as_os_str().is_empty() || rel.has_root() {
+            return false;
+        }
+        self.matcher
+            .matched_path_or_any_parents(rel, false)
+            .is_ignore()
+    }
+}
+
+/// Why a path was refused. The messages go back to the model, so they say what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("refused: an empty path; name a file relative to the repository root")]
+    Empty,
+    #[error("refused: {0} is absolute; use a path relative to the repository root")]
+    Absolute(String),
+    #[error("refused: {0} leads outside the repository")]
+    Escapes(String),
+    #[error("refused: {0} is inside .git; the agent may not touch git's own files")]
+    InsideGit(String),
+    #[error("refused: {0} is a symlink that points nowhere")]
+    DanglingLink(String),
+    #[error("refused: {0} is a protected test file; change the code under test instead")]
+    Protected(String),
+}
+
+/// A path that passed the guard: the name the model gave (normalized) and where it really is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// Relative to the root, `..` and `.` folded away; what reports show.
+    pub rel: PathBuf,
+    /// The absolute location after following symlinks (for a new file: its would-be location).
+    pub real: PathBuf,
+}
+
+pub struct Guard {
+    root: PathBuf,
+    protection: Protection,
+}
+
+impl Guard {
+    /// `root` is the work tree; it is canonicalized so symlink checks compare like with like.
+    pub fn new(root: &Path, protection: Protection) -> std::io::Result<Self> {
+        Ok(Guard {
+            root: root.canonicalize()?,
+            protection,
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn protection(&self) -> &Protection {
+        &self.protection
+    }
+
+    /// For reading: the path must stay inside the work tree and out of `.git`.
+    pub fn check_read(&self, path: &str) -> Result<Resolved, PathError> {
+        let rel = normalize(path)?;
+        let real = self.follow_links(&rel, path)?;
+        Ok(Resolved { rel, real })
+    }
+
+    /// For writing, editing, deleting: as for reading, and neither the named path nor the file
+    /// a symlink leads to may be protected.
+    pub fn check_write(&self, path: &str) -> Result<Resolved, PathError> {
+        let resolved = self.check_read(path)?;
+        let real_rel = resolved
+            .real
+            .strip_prefix(&self.root)
+            .unwrap_or(&resolved.real);
+        if self.protection.is_protected(&resolved.rel) || self.protection.is_protected(real_rel) {
+            return Err(PathError::Protected(display(&resolved.rel)));
+        }
+        Ok(resolved)
+    }
+
+    /// Follows symlinks on the longest existing prefix and checks where they lead.
+    fn follow_links(&self, rel: &Path, given: &str) -> Result<PathBuf, PathError> {
+        let full = self.root.join(rel);
+        let mut existing = full.as_path();
+        while existing != self.root && std::fs::symlink_metadata(existing).is_err() {
+            existing = existing.parent().unwrap_or(&self.root);
+        }
+        let canonical = existing
+            .canonicalize()
+            .map_err(|_| PathError::DanglingLink(given.to_string()))?;
+        let rest = full.strip_prefix(existing).unwrap_or(Path::new(""));
+        let real = if rest.as_os_str().is_empty() {
+            canonical
+        } else {
+            canonical.join(rest)
+        };
+        let inside = real
+            .strip_prefix(&self.root)
+            .map_err(|_| PathError::Escapes(given.to_string()))?;
+        if inside.components().any(|c| c.as_os_str() == ".git") {
+            return Err(PathError::InsideGit(given.to_string()));
+        }
+        Ok(real)
+    }
+}
+
+/// Folds `.` and `..` lexically; refuses absolute paths, escapes and anything under `.git`.
+pub fn normalize(path: &str) -> Result<PathBuf, PathError> {
+    let trimmed = path.trim();
+    if trimmed.is_empty() {
+        return Err(PathError::Empty);
+    }
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for component in Path::new(trimmed).components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => {
+                return Err(PathError::Absolute(trimmed.to_string()))
+            }
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(PathError::Escapes(trimmed.to_string()));
+                }
+            }
+            Component::Normal(part) => {
+                if part == ".git" {
+                    return Err(PathError::InsideGit(trimmed.to_string()));
+                }
+                parts.push(part);
+            }
+        }
+    }
+    Ok(parts.iter().collect())
+}
+
+/// A relative path as reports and the model see it: forward slashes, `.` for the root.
+pub fn display(rel: &Path) -> String {
+    if rel.as_os_str().is_empty() {
+        ".".to_string()
+    } else {
+        rel.to_string_lossy().into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn protection() -> Protection {
+        Protection::new(&["docs/golden/*.txt".to_string()]).unwrap()
+    }
+
+    #[test]
+    fn default_patterns_protect_tests_and_runner_config() {
+        let p = protection();
+        for path in [
+            "test_calc.py",
+            "pkg/calc_test.py",
+            "tests/helpers.py",
+            "src/tests/deep/data.json",
+            "test/a.c",
+            "spec/x.rb",
+            "web/__tests__/a.js",
+            "web/a.test.ts",
+            "web/a.spec.js",
+            "calc_test.go",
+            "lib/calc_spec.rb",
+            "conftest.py",
+            "sub/conftest.py",
+            "pytest.ini",
+            "tox.ini",
+            ".agentgit",
+            "docs/golden/out.txt",
+        ] {
+            assert!(p.is_protected(Path::new(path)), "{path} should be protected");
+        }
+        for path in [
+            "calc.py",
+            "src/testing.py",
+            "latest.py",
+            "contest.py",
+            "docs/golden/out.md",
+            "",
+        ] {
+            assert!(!p.is_protected(Path::new(path)), "{path} should be free");
+        }
+    }
+
+    #[test]
+    fn bad_extra_pattern_is_an_error() {
+        let err = Protection::new(&["src/{a,b".to_string()]).unwrap_err();
+        assert!(err.contains("src/{a,b"), "{err}");
+    }
+
+    #[test]
+    fn normalize_folds_dots_and_refuses_escapes() {
+        assert_eq!(normalize("./a/../b/c.py"), Ok(PathBuf::from("b/c.py")));
+        assert_eq!(normalize("."), Ok(PathBuf::new()));
+        assert_eq!(normalize("  "), Err(PathError::Empty));
+        assert_eq!(
+            normalize("/etc/passwd"),
+            Err(PathError::Absolute("/etc/passwd".into()))
+        );
+        assert_eq!(
+            normalize("a/../../x"),
+            Err(PathError::Escapes("a/../../x".into()))
+        );
+        assert_eq!(
+            normalize(".git/hooks/pre-commit"),
+            Err(PathError::InsideGit(".git/hooks/pre-commit".into()))
+        );
+        assert_eq!(
+            normalize("sub/.git/config"),
+            Err(PathError::InsideGit("sub/.git/config".into()))
+        );
+    }
+
+    #[test]
+    fn guard_follows_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("tests")).unwrap();
+        std::fs::write(root.join("tests/test_a.py"), "").unwrap();
+        std::fs::write(root.join("calc.py"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("tests/test_a.py"), root.join("alias.py")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        std::os::unix::fs::symlink(root.join("missing"), root.join("dangling.py")).unwrap();
+        let guard = Guard::new(root, protection()).unwrap();
+
+        assert!(guard.check_write("calc.py").is_ok());
+        assert!(guard.check_write("new/dir/file.py").is_ok());
+        assert_eq!(
+            guard.check_write("alias.py"),
+            Err(PathError::Protected("alias.py".into()))
+        );
+        assert!(guard.check_read("alias.py").is_ok());
+        assert_eq!(
+            guard.check_read("out/x.txt"),
+            Err(PathError::Escapes("out/x.txt".into()))
+        );
+        assert_eq!(
+            guard.check_write("dangling.py"),
+            Err(PathError::DanglingLink("dangling.py".into()))
+        );
+        assert_eq!(
+            guard.check_write("tests/test_a.py"),
+            Err(PathError::Protected("tests/test_a.py".into()))
+        );
+    }
+}

@@ -1,0 +1,13 @@
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = agent_git::cli::Cli::parse();
+    match agent_git::cli::run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("agent-git: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Renders the end of a run: the report commit's message (also printed to stdout) and the
+//! `--json` object. Pure functions of the run's facts.
+
+use crate::agent::{Action, Outcome};
+use crate::testrun::TestResult;
+use crate::workspace::FileStat;
+use serde_json::{json, Value};
+
+const SUBJECT_MAX: usize = 72;
+const TAIL_IN_REPORT: usize = 15;
+
+pub struct Report<'a> {
+    pub run_id: &'a str,
+    pub task: &'a str,
+    pub model: &'a str,
+    pub base: &'a str,
+    pub base_summary: &'a str,
+    pub branch: &'a str,
+    pub outcome: &'a Outcome,
+    pub turns: u32,
+    pub max_turns: u32,
+    pub actions: &'a [Action],
+    pub tests: &'a TestResult,
+    pub files: &'a [FileStat],
+}
+
+impl Report<'_> {
+    pub fn subject(&self) -> String {
+        let task = self.task.lines().next().unwrap_or("").trim();
+        let head = if self.tests.passed {
+            "agent-git: tests pass: ".to_string()
+        } else {
+            format!("agent-git: tests still fail after {} turns: ", self.turns)
+        };
+        truncate(&format!("{head}{task}"), SUBJECT_MAX)
+    }
+
+    /// The trailer value for the tests: `3 passed, 1 failed`, or `passed` / `failed`.
+    pub fn tests_trailer(&self) -> String {
+        match self.tests.counts {
+            Some(c) => format!("{} passed, {} failed", c.passed, c.failed),
+            None if self.tests.passed => "passed".to_string(),
+            None => "failed".to_string(),
+        }
+    }
+
+    fn outcome_line(&self) -> String {
+        let why = match self.outcome {
+            Outcome::Passed => "the tests pass".to_string(),
+            Outcome::TurnLimit => format!("the turn budget of {} was spent", self.max_turns),
+            Outcome::ModelError(e) => format!("the model failed: {e}"),
+            Outcome::Interrupted => "interrupted by the user".to_string(),
+            Outcome::HarnessError(e) => format!("the harness failed: {e}"),
+        };
+        format!("{} ({why})", self.outcome.name())
+    }
+
+    /// The whole commit message: subject, body, trailers.
+    pub fn message(&self) -> String {
+        let mut out = vec![self.subject(), String::new()];
+        out.push(format!("Task: {}", self.task.trim()));
+        out.push(format!("Model: {}", self.model));
+        out.push(format!("Base: {} ({})", self.base, self.base_summary));
+        out.push(format!("Outcome: {}", self.outcome_line()));
+        out.push(format!("Turns: {} of {}", self.turns, self.max_turns));
+        out.push(String::new());
+        out.push("What was tried:".to_string());
+        if self.actions.is_empty() {
+            out.push("  nothing".to_string());
+        }
+        for action in self.actions {
+            out.push(format!("  [{}] {} -> {}", action.turn, action.label, action.result));
+        }
+        out.push(String::new());
+        out.extend(self.tests_section());
+        out.push(String::new());
+        out.push("Files changed since base:".to_string());
+        if self.files.is_empty() {
+            out.push("  none".to_string());
+        }
+        for file in self.files {
+            if file.binary {
+                out.push(format!("  {} (binary)", file.path));
+            } else {
+                out.push(format!("  {} +{} -{}", file.path, file.added, file.removed));
+            }
+        }
+        out.push(String::new());
+        out.push("Review:".to_string());
+        out.push(format!("  git log -p {}..{}", short(self.base), self.branch));
+        out.push(format!("  git diff {}..{}", short(self.base), self.branch));
+        out.push(format!("  git merge {}", self.branch));
+        out.push(String::new());
+        out.push(format!("Agent-Run: {}", self.run_id));
+        out.push(format!("Agent-Outcome: {}", self.outcome.name()));
+        out.push(format!("Agent-Tests: {}", self.tests_trailer()));
+        out.push(format!("Agent-Turns: {}", self.turns));
+        out.push(format!("Agent-Model: {}", self.model));
+        out.join("\n") + "\n"
+    }
+
+    fn tests_section(&self) -> Vec<String> {
+        let mut out = vec![format!("Tests ({}): {}", self.tests.command, self.tests.summary())];
+        if self.tests.passed {
+            return out;
+        }
+        if self.tests.failing.is_empty() {
+            out.push("  no failing test could be named; the output ended with:".to_string());
+            let lines: Vec<&str> = self.tests.tail.lines().collect();
+            let from = lines.len().saturating_sub(TAIL_IN_REPORT);
+            out.extend(lines[from..].iter().map(|l| format!("    {l}")));
+            return out;
+        }
+        out.push("Still failing:".to_string());
+        for failure in &self.tests.failing {
+            match &failure.detail {
+                Some(detail) => out.push(format!("  {}: {detail}", failure.name)),
+                None => out.push(format!("  {}", failure.name)),
+            }
+        }
+        out
+    }
+
+    pub fn json(&self, commits: &[String], report_commit: &str, worktree: Option<&str>) -> Value {
+        json!({
+            "run_id": self.run_id,
+            "branch": self.branch,
+            "base": self.base,
+            "outcome": self.outcome.name(),
+            "turns": self.turns,
+            "tests": {
+                "passed": self.tests.passed,
+                "summary": self.tests.summary(),
+                "failing": self.tests.failing.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+            },
+            "commits": commits,
+            "report_commit": report_commit,
+            "worktree": worktree,
+        })
+    }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(7)]
+}
+
+/// Cuts `text` to at most `max` characters, ending in `...` when cut.
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max - 3).collect();
+    format!("{}...", kept.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testrun::{Counts, Failure};
+
+    fn failing_tests() -> TestResult {
+        TestResult {
+            command: "python3 -m pytest -q".into(),
+            passed: false,
+            exit_code: Some(1),
+            timed_out_after: None,
+            interrupted: false,
+            counts: Some(Counts { passed: 3, failed: 1 }),
+            failing: vec![Failure {
+                name: "test_calc.py::test_add".into(),
+                detail: Some("assert -1 == 5".into()),
+            }],
+            tail: "...".into(),
+        }
+    }
+
+    #[test]
+    fn message_states_everything_a_reviewer_needs() {
+        let tests = failing_tests();
+        let actions = vec![
+            Action { turn: 1, label: "edit calc.py".into(), result: "commit 1a2b3c4".into() },
+            Action { turn: 2, label: "write tests/test_calc.py".into(), result: "refused: protected".into() },
+        ];
+        let files = vec![FileStat { path: "calc.py".into(), added: 1, removed: 1, binary: false }];
+        let report = Report {
+            run_id: "ab12cd34",
+            task: "Fix the adder",
+            model: "script:r.json",
+            base: "0123456789abcdef0123456789abcdef01234567",
+            base_summary: "init",
+            branch: "agent/fix-the-adder-ab12cd34",
+            outcome: &Outcome::TurnLimit,
+            turns: 2,
+            max_turns: 2,
+            actions: &actions,
+            tests: &tests,
+            files: &files,
+        };
+        let expected = "\
+agent-git: tests still fail after 2 turns: Fix the adder
+
+Task: Fix the adder
+Model: script:r.json
+Base: 0123456789abcdef0123456789abcdef01234567 (init)
+Outcome: turn-limit (the turn budget of 2 was spent)
+Turns: 2 of 2
+
+What was tried:
+  [1] edit calc.py -> commit 1a2b3c4
+  [2] write tests/test_calc.py -> refused: protected
+
+Tests (python3 -m pytest -q): 3 passed, 1 failed
+Still failing:
+  test_calc.py::test_add: assert -1 == 5
+
+Files changed since base:
+  calc.py +1 -1
+
+Review:
+  git log -p 0123456..agent/fix-the-adder-ab12cd34
+  git diff 0123456..agent/fix-the-adder-ab12cd34
+  git merge agent/fix-the-adder-ab12cd34
+
+Agent-Run: ab12cd34
+Agent-Outcome: turn-limit
+Agent-Tests: 3 passed, 1 failed
+Agent-Turns: 2
+Agent-Model: script:r.json
+";
+        assert_eq!(report.message(), expected);
+        let json = report.json(&["c1".into()], "r1", None);
+        assert_eq!(
+            json,
+            json!({
+                "run_id": "ab12cd34",
+                "branch": "agent/fix-the-adder-ab12cd34",
+                "base": "0123456789abcdef0123456789abcdef01234567",
+                "outcome": "turn-limit",
+                "turns": 2,
+                "tests": {"passed": false, "summary": "3 passed, 1 failed", "failing": ["test_calc.py::test_add"]},
+                "commits": ["c1"],
+                "report_commit": "r1",
+                "worktree": null
+            })
+        );
+    }
+
+    #[test]
+    fn subject_fits_in_72_characters() {
+        let long = "x".repeat(200);
+        assert_eq!(truncate(&long, 72).chars().count(), 72);
+        assert!(truncate(&long, 72).ends_with("..."));
+        assert_eq!(truncate("short", 72), "short");
+    }
+}

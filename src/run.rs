@@ -1,0 +1,156 @@
+//! One run, from a prepared plan to the report commit: the part every entry point shares.
+
+use crate::agent::{Agent, Budget, Outcome, RunResult};
+use crate::guard::{Guard, Protection};
+use crate::model::Model;
+use crate::report::Report;
+use crate::testrun::TestPlan;
+use crate::tools::Registry;
+use crate::verify::Verifier;
+use crate::workspace::{BaseInfo, SetupError, Workspace};
+use git2::Repository;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Everything a run needs, checked before its branch exists.
+pub struct RunPlan {
+    pub repo: Repository,
+    pub base: BaseInfo,
+    pub branch: String,
+    pub run_id: String,
+    pub task: String,
+    pub model: Box<dyn Model>,
+    pub protection: Protection,
+    pub tests: TestPlan,
+    pub max_turns: u32,
+    pub system: String,
+    pub keep_worktree: bool,
+    pub transcript: Option<PathBuf>,
+}
+
+pub struct Finished {
+    pub outcome: Outcome,
+    /// The report, as committed and as printed.
+    pub message: String,
+    pub json: Value,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// After the branch exists: the report could not be written.
+    #[error("{0}")]
+    Harness(String),
+}
+
+pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Finished, RunError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Harness(format!("cannot start the async runtime: {e}")))?;
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let flag = interrupt.clone();
+    runtime.spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            flag.store(true, Ordering::SeqCst);
+            // A second Ctrl-C means "now": the user's checkout is safe either way.
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+
+    let workspace = Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?;
+    progress(&format!(
+        "run {} on branch {} (work tree {})",
+        plan.run_id,
+        plan.branch,
+        workspace.path().display()
+    ));
+    let result = run_in(&mut plan, &workspace, &interrupt, progress, &runtime);
+    let finished = result.and_then(|r| write_report(&plan, &workspace, r));
+    if !plan.keep_worktree {
+        if let Err(e) = workspace.remove_worktree() {
+            progress(&format!("could not remove the work tree: {e}"));
+        }
+    }
+    finished
+}
+
+fn run_in(
+    plan: &mut RunPlan,
+    workspace: &Workspace,
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+    runtime: &tokio::runtime::Runtime,
+) -> Result<RunResult, RunError> {
+    let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
+    let guard = Guard::new(workspace.path(), plan.protection.clone()).map_err(|e| harness(&e))?;
+    let verifier = Verifier {
+        workspace,
+        protection: &plan.protection,
+        plan: &plan.tests,
+        interrupt,
+    };
+    let registry = Registry::builtin();
+    let tools = registry.specs();
+    let agent = Agent {
+        model: plan.model.as_mut(),
+        registry: &registry,
+        guard: &guard,
+        verifier: &verifier,
+        system: &plan.system,
+        budget: Budget {
+            max_turns: plan.max_turns,
+        },
+        interrupt,
+        progress,
+    };
+    let result = runtime
+        .block_on(agent.run(&plan.task, &tools))
+        .map_err(|e| harness(&e))?;
+    if let Some(path) = &plan.transcript {
+        let transcript = json!({"system": plan.system, "tools": tools, "messages": result.messages});
+        let text = serde_json::to_string_pretty(&transcript).map_err(|e| harness(&e))?;
+        std::fs::write(path, text)
+            .map_err(|e| harness(&format!("cannot write the transcript {}: {e}", path.display())))?;
+    }
+    Ok(result)
+}
+
+fn write_report(plan: &RunPlan, workspace: &Workspace, result: RunResult) -> Result<Finished, RunError> {
+    let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
+    let files = workspace.diffstat().map_err(|e| harness(&e))?;
+    let base = plan.base.id.to_string();
+    let model = plan.model.label();
+    let report = Report {
+        run_id: &plan.run_id,
+        task: &plan.task,
+        model: &model,
+        base: &base,
+        base_summary: &plan.base.summary,
+        branch: &plan.branch,
+        outcome: &result.outcome,
+        turns: result.turns,
+        max_turns: plan.max_turns,
+        actions: &result.actions,
+        tests: &result.tests,
+        files: &files,
+    };
+    let message = report.message();
+    let report_commit = workspace.commit_report(&message).map_err(|e| harness(&e))?;
+    let commits: Vec<String> = result.commits.iter().map(|c| c.to_string()).collect();
+    let worktree = plan
+        .keep_worktree
+        .then(|| workspace.path().display().to_string());
+    let json = report.json(&commits, &report_commit.to_string(), worktree.as_deref());
+    Ok(Finished {
+        outcome: result.outcome,
+        message,
+        json,
+    })
+}

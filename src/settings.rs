@@ -1,0 +1,166 @@
+//! Where a run's settings come from: flags, then environment (both through clap), then git
+//! config (repository, then global), then a committed `.agentgit` file, then defaults.
+
+use git2::{Config, ErrorCode, Oid, Repository};
+
+pub const DEFAULT_TEST_TIMEOUT: u64 = 300;
+pub const DEFAULT_MAX_TURNS: u32 = 30;
+
+/// One source of settings; `None` means "not set here, ask the next source".
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Layer {
+    pub model: Option<String>,
+    pub test_cmd: Option<String>,
+    pub test_timeout: Option<u64>,
+    pub max_turns: Option<u32>,
+    pub protect: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub model: Option<String>,
+    pub test_cmd: Option<String>,
+    pub test_timeout: u64,
+    pub max_turns: u32,
+    /// Patterns added to the default protected ones, from every source.
+    pub protect: Vec<String>,
+}
+
+/// The first source that sets a value wins; protected patterns add up.
+pub fn merge(layers: &[Layer]) -> Settings {
+    let first = |f: &dyn Fn(&Layer) -> Option<String>| layers.iter().find_map(f);
+    let mut protect = Vec::new();
+    for pattern in layers.iter().flat_map(|l| l.protect.iter()) {
+        if !protect.contains(pattern) {
+            protect.push(pattern.clone());
+        }
+    }
+    Settings {
+        model: first(&|l| l.model.clone()),
+        test_cmd: first(&|l| l.test_cmd.clone()),
+        test_timeout: layers
+            .iter()
+            .find_map(|l| l.test_timeout)
+            .unwrap_or(DEFAULT_TEST_TIMEOUT),
+        max_turns: layers
+            .iter()
+            .find_map(|l| l.max_turns)
+            .unwrap_or(DEFAULT_MAX_TURNS),
+        protect,
+    }
+}
+
+/// The git-config layers of a repository: its config (local over global) and then the
+/// `.agentgit` file committed at the root of `base`.
+pub fn config_layers(repo: &Repository, base: Oid) -> Result<Vec<Layer>, String> {
+    let config = repo
+        .config()
+        .map_err(|e| format!("cannot read git config: {e}"))?;
+    let mut layers = vec![read_layer(&config, "git config")?];
+    if let Some(text) = crate::workspace::read_blob(repo, base, ".agentgit") {
+        let file = tempfile::NamedTempFile::new()
+            .and_then(|f| std::fs::write(f.path(), &text).map(|_| f))
+            .map_err(|e| format!("cannot read .agentgit: {e}"))?;
+        let team = Config::open(file.path())
+            .map_err(|e| format!("the committed .agentgit is not in git-config syntax: {e}"))?;
+        layers.push(read_layer(&team, ".agentgit")?);
+    }
+    Ok(layers)
+}
+
+fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
+    let string = |key: &str| match config.get_string(key) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(format!("{key} in {origin}: {}", e.message())),
+    };
+    let number = |key: &str| -> Result<Option<u64>, String> {
+        match string(key)? {
+            None => Ok(None),
+            Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+                format!("{key} in {origin} must be a whole number, not `{v}`")
+            }),
+        }
+    };
+    let mut protect = Vec::new();
+    if let Ok(entries) = config.multivar("agent-git.protect", None) {
+        entries
+            .for_each(|entry| {
+                if let Ok(value) = entry.value() {
+                    protect.push(value.to_string());
+                }
+            })
+            .map_err(|e| format!("agent-git.protect in {origin}: {}", e.message()))?;
+    }
+    let max_turns = number("agent-git.maxTurns")?
+        .map(|n| u32::try_from(n).map_err(|_| format!("agent-git.maxTurns in {origin} is too large")))
+        .transpose()?;
+    Ok(Layer {
+        model: string("agent-git.model")?,
+        test_cmd: string("agent-git.testCmd")?,
+        test_timeout: number("agent-git.testTimeout")?,
+        max_turns,
+        protect,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_source_wins_and_protect_patterns_add_up() {
+        let flags = Layer {
+            max_turns: Some(5),
+            protect: vec!["golden/".into()],
+            ..Layer::default()
+        };
+        let git = Layer {
+            model: Some("script:a.json".into()),
+            max_turns: Some(9),
+            protect: vec!["fixtures/".into(), "golden/".into()],
+            ..Layer::default()
+        };
+        let team = Layer {
+            model: Some("script:team.json".into()),
+            test_cmd: Some("make check".into()),
+            ..Layer::default()
+        };
+        assert_eq!(
+            merge(&[flags, git, team]),
+            Settings {
+                model: Some("script:a.json".into()),
+                test_cmd: Some("make check".into()),
+                test_timeout: DEFAULT_TEST_TIMEOUT,
+                max_turns: 5,
+                protect: vec!["golden/".into(), "fixtures/".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn reads_a_git_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cfg");
+        std::fs::write(
+            &path,
+            "[agent-git]\n\tmodel = script:x.json\n\ttestCmd = make test\n\tmaxTurns = 7\n\
+             \tprotect = a/\n\tprotect = *.snap\n",
+        )
+        .unwrap();
+        let layer = read_layer(&Config::open(&path).unwrap(), "test").unwrap();
+        assert_eq!(
+            layer,
+            Layer {
+                model: Some("script:x.json".into()),
+                test_cmd: Some("make test".into()),
+                test_timeout: None,
+                max_turns: Some(7),
+                protect: vec!["a/".into(), "*.snap".into()],
+            }
+        );
+        std::fs::write(&path, "[agent-git]\n\tmaxTurns = lots\n").unwrap();
+        let err = read_layer(&Config::open(&path).unwrap(), "test").unwrap_err();
+        assert_eq!(err, "agent-git.maxTurns in test must be a whole number, not `lots`");
+    }
+}

@@ -1,0 +1,386 @@
+//! Failing test names and counts from the output of common test runners. Best effort: when
+//! nothing is recognized, the exit code alone decides and the report shows the tail.
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Failure {
+    pub name: String,
+    /// The first line that says why, when the runner printed one.
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub passed: u32,
+    pub failed: u32,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    pub counts: Option<Counts>,
+    pub failing: Vec<Failure>,
+}
+
+struct Patterns {
+    pytest_failed: Regex,
+    pytest_counts: Regex,
+    unittest_failed: Regex,
+    unittest_ran: Regex,
+    unittest_problems: Regex,
+    cargo_failed: Regex,
+    cargo_counts: Regex,
+    go_failed: Regex,
+    tap_failed: Regex,
+    node_spec_failed: Regex,
+    node_counts: Regex,
+    number_of: Regex,
+}
+
+fn patterns() -> &'static Patterns {
+    static PATTERNS: OnceLock<Patterns> = OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        let re = |p: &str| Regex::new(p).unwrap_or_else(|e| panic!("bad built-in regex {p}: {e}"));
+        Patterns {
+            pytest_failed: re(r"^(?:FAILED|ERROR) ([^\s(]\S*)(?: - (.*))?$"),
+            pytest_counts: re(r"\b\d+ (?:passed|failed|errors?)\b"),
+            unittest_failed: re(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)"),
+            unittest_ran: re(r"^Ran (\d+) tests? in "),
+            unittest_problems: re(r"^FAILED \((.*)\)$"),
+            cargo_failed: re(r"^test (\S+) \.\.\. FAILED$"),
+            cargo_counts: re(r"^test result: \w+\. (\d+) passed; (\d+) failed;"),
+            go_failed: re(r"^\s*--- FAIL: (\S+)"),
+            tap_failed: re(r"^\s*not ok \d+ - (.+?)(?:\s+#.*)?$"),
+            node_spec_failed: re(r"^\s*✖ (.+?)(?: \([\d.]+m?s\))?$"),
+            node_counts: re(r"^[#ℹ] (pass|fail) (\d+)$"),
+            number_of: re(r"(\d+) (passed|failed|errors?)\b"),
+        }
+    })
+}
+
+pub fn parse_output(output: &str) -> Parsed {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut parsed = Parsed::default();
+    for parser in [parse_cargo, parse_pytest, parse_unittest, parse_go, parse_node] {
+        let found = parser(&lines);
+        if parsed.counts.is_none() {
+            parsed.counts = found.counts;
+        }
+        for failure in found.failing {
+            if !parsed.failing.iter().any(|f| f.name == failure.name) {
+                parsed.failing.push(failure);
+            }
+        }
+    }
+    parsed
+}
+
+fn parse_cargo(lines: &[&str]) -> Parsed {
+    let p = patterns();
+    let mut parsed = Parsed::default();
+    for line in lines {
+        if let Some(c) = p.cargo_failed.captures(line) {
+            let name = c[1].to_string();
+            let detail = cargo_panic_message(lines, &name);
+            parsed.failing.push(Failure { name, detail });
+        }
+        if let Some(c) = p.cargo_counts.captures(line) {
+            let counts = parsed.counts.get_or_insert(Counts {
+                passed: 0,
+                failed: 0,
+            });
+            counts.passed += c[1].parse::<u32>().unwrap_or(0);
+            counts.failed += c[2].parse::<u32>().unwrap_or(0);
+        }
+    }
+    parsed
+}
+
+/// The panic message in the `---- name stdout ----` block of a failed cargo test.
+fn cargo_panic_message(lines: &[&str], name: &str) -> Option<String> {
+    let header = format!("---- {name} stdout ----");
+    let start = lines.iter().position(|l| l.trim() == header)?;
+    let block = lines[start + 1..]
+        .iter()
+        .take_while(|l| !l.starts_with("---- ") && !l.starts_with("failures:"));
+    let mut after_panic = false;
+    for line in block {
+        if line.contains("panicked at") {
+            // Newer toolchains put the message on the next line, older ones after the location.
+            if let Some((_, msg)) = line.split_once("', ").filter(|(_, m)| !m.is_empty()) {
+                return Some(msg.trim().to_string());
+            }
+            after_panic = true;
+        } else if after_panic && !line.trim().is_empty() {
+            return Some(line.trim().to_string());
+        }
+    }
+    None
+}
+
+fn parse_pytest(lines: &[&str]) -> Parsed {
+    let p = patterns();
+    let mut parsed = Parsed::default();
+    for line in lines {
+        if let Some(c) = p.pytest_failed.captures(line) {
+            parsed.failing.push(Failure {
+                name: c[1].to_string(),
+                detail: c.get(2).map(|m| m.as_str().trim().to_string()),
+            });
+        }
+    }
+    let summary = lines.iter().rev().find(|l| {
+        p.pytest_counts.is_match(l) && !l.starts_with("test result:") && !l.starts_with("Ran ")
+    });
+    if let Some(line) = summary {
+        let mut counts = Counts {
+            passed: 0,
+            failed: 0,
+        };
+        for c in p.number_of.captures_iter(line) {
+            let n = c[1].parse::<u32>().unwrap_or(0);
+            match &c[2] {
+                "passed" => counts.passed += n,
+                _ => counts.failed += n,
+            }
+        }
+        parsed.counts = Some(counts);
+    }
+    parsed
+}
+
+fn parse_unittest(lines: &[&str]) -> Parsed {
+    let p = patterns();
+    let mut parsed = Parsed::default();
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(c) = p.unittest_failed.captures(line) {
+            let (method, id) = (&c[1], &c[2]);
+            let name = if id.ends_with(&format!(".{method}")) {
+                id.to_string()
+            } else {
+                format!("{id}.{method}")
+            };
+            let block: Vec<&&str> = lines[i + 1..]
+                .iter()
+                .skip_while(|l| l.starts_with("---"))
+                .take_while(|l| !l.starts_with("===") && !l.starts_with("---"))
+                .collect();
+            let detail = block
+                .iter()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_string());
+            parsed.failing.push(Failure { name, detail });
+        }
+    }
+    let ran = lines
+        .iter()
+        .find_map(|l| p.unittest_ran.captures(l).and_then(|c| c[1].parse::<u32>().ok()));
+    if let Some(ran) = ran {
+        let failed = lines
+            .iter()
+            .find_map(|l| p.unittest_problems.captures(l))
+            .map(|c| unittest_problem_count(&c[1]))
+            .unwrap_or(0);
+        parsed.counts = Some(Counts {
+            passed: ran.saturating_sub(failed),
+            failed,
+        });
+    }
+    parsed
+}
+
+/// Sums `failures=N` and `errors=N` in unittest's `FAILED (failures=1, errors=2)`.
+fn unittest_problem_count(inner: &str) -> u32 {
+    inner
+        .split(',')
+        .filter_map(|part| part.trim().split_once('='))
+        .filter(|(k, _)| *k == "failures" || *k == "errors")
+        .filter_map(|(_, v)| v.parse::<u32>().ok())
+        .sum()
+}
+
+fn parse_go(lines: &[&str]) -> Parsed {
+    let p = patterns();
+    let mut parsed = Parsed::default();
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(c) = p.go_failed.captures(line) {
+            let detail = lines
+                .get(i + 1)
+                .map(|l| l.trim())
+                .filter(|l| !l.is_empty() && !l.starts_with("---") && *l != "FAIL")
+                .map(str::to_string);
+            parsed.failing.push(Failure {
+                name: c[1].to_string(),
+                detail,
+            });
+        }
+    }
+    parsed
+}
+
+fn parse_node(lines: &[&str]) -> Parsed {
+    let p = patterns();
+    let mut parsed = Parsed::default();
+    let (mut pass, mut fail) = (None, None);
+    for line in lines {
+        let failed = p
+            .tap_failed
+            .captures(line)
+            .or_else(|| p.node_spec_failed.captures(line));
+        if let Some(c) = failed {
+            let name = c[1].trim().to_string();
+            if name != "failing tests:" && !parsed.failing.iter().any(|f| f.name == name) {
+                parsed.failing.push(Failure { name, detail: None });
+            }
+        }
+        if let Some(c) = p.node_counts.captures(line) {
+            let n = c[2].parse::<u32>().ok();
+            match &c[1] {
+                "pass" => pass = n,
+                _ => fail = n,
+            }
+        }
+    }
+    if let (Some(passed), Some(failed)) = (pass, fail) {
+        parsed.counts = Some(Counts { passed, failed });
+    }
+    parsed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(parsed: &Parsed) -> Vec<&str> {
+        parsed.failing.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    #[test]
+    fn pytest_short_summary() {
+        let out = "\
+F.                                                                       [100%]
+=================================== FAILURES ===================================
+___________________________________ test_add ___________________________________
+    def test_add():
+>       assert add(2, 3) == 5
+E       assert -1 == 5
+=========================== short test summary info ============================
+FAILED test_calc.py::test_add - assert -1 == 5
+1 failed, 1 passed in 0.02s
+";
+        let parsed = parse_output(out);
+        assert_eq!(
+            parsed.failing,
+            vec![Failure {
+                name: "test_calc.py::test_add".into(),
+                detail: Some("assert -1 == 5".into())
+            }]
+        );
+        assert_eq!(parsed.counts, Some(Counts { passed: 1, failed: 1 }));
+    }
+
+    #[test]
+    fn builtin_runner_output() {
+        let out = "FAILED test_calc.py::test_add - AssertionError: assert add(2, 3) == 5\n\
+                   Traceback (most recent call last):\n  ...\nAssertionError\n3 passed, 1 failed\n";
+        let parsed = parse_output(out);
+        assert_eq!(names(&parsed), vec!["test_calc.py::test_add"]);
+        assert_eq!(parsed.counts, Some(Counts { passed: 3, failed: 1 }));
+    }
+
+    #[test]
+    fn unittest_verbose_failures() {
+        let out = "\
+.F
+======================================================================
+FAIL: test_add (test_calc.TestCalc.test_add)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File \"test_calc.py\", line 6, in test_add
+    self.assertEqual(add(2, 3), 5)
+AssertionError: -1 != 5
+
+----------------------------------------------------------------------
+Ran 2 tests in 0.001s
+
+FAILED (failures=1)
+";
+        let parsed = parse_output(out);
+        assert_eq!(
+            parsed.failing,
+            vec![Failure {
+                name: "test_calc.TestCalc.test_add".into(),
+                detail: Some("AssertionError: -1 != 5".into())
+            }]
+        );
+        assert_eq!(parsed.counts, Some(Counts { passed: 1, failed: 1 }));
+    }
+
+    #[test]
+    fn cargo_test_failures_sum_over_binaries() {
+        let out = "\
+running 2 tests
+test tests::adds ... FAILED
+test tests::zero ... ok
+
+failures:
+
+---- tests::adds stdout ----
+
+thread 'tests::adds' panicked at src/lib.rs:9:9:
+assertion `left == right` failed
+  left: -1
+ right: 5
+
+failures:
+    tests::adds
+
+test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+
+test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+";
+        let parsed = parse_output(out);
+        assert_eq!(
+            parsed.failing,
+            vec![Failure {
+                name: "tests::adds".into(),
+                detail: Some("assertion `left == right` failed".into())
+            }]
+        );
+        assert_eq!(parsed.counts, Some(Counts { passed: 5, failed: 1 }));
+    }
+
+    #[test]
+    fn go_test_failures() {
+        let out = "--- FAIL: TestAdd (0.00s)\n    calc_test.go:8: got -1, want 5\nFAIL\nFAIL\texample.com/calc\t0.002s\n";
+        let parsed = parse_output(out);
+        assert_eq!(
+            parsed.failing,
+            vec![Failure {
+                name: "TestAdd".into(),
+                detail: Some("calc_test.go:8: got -1, want 5".into())
+            }]
+        );
+        assert_eq!(parsed.counts, None);
+    }
+
+    #[test]
+    fn node_test_tap_and_spec() {
+        let tap = "TAP version 13\n# Subtest: adds\nnot ok 1 - adds\n  ---\nok 2 - zero\n1..2\n# tests 2\n# pass 1\n# fail 1\n";
+        let parsed = parse_output(tap);
+        assert_eq!(names(&parsed), vec!["adds"]);
+        assert_eq!(parsed.counts, Some(Counts { passed: 1, failed: 1 }));
+
+        let spec = "✖ adds (1.2ms)\n✔ zero (0.1ms)\nℹ tests 2\nℹ pass 1\nℹ fail 1\n\n✖ failing tests:\n\n✖ adds (1.2ms)\n";
+        let parsed = parse_output(spec);
+        assert_eq!(names(&parsed), vec!["adds"]);
+        assert_eq!(parsed.counts, Some(Counts { passed: 1, failed: 1 }));
+    }
+
+    #[test]
+    fn unknown_output_yields_nothing() {
+        assert_eq!(parse_output("make: *** [check] Error 2\n"), Parsed::default());
+    }
+}

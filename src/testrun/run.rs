@@ -1,0 +1,161 @@
+//! Runs a shell command in its own process group, with a timeout that kills the whole group.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Output beyond this is cut from the front: failures and summaries are at the end.
+const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
+const POLL: Duration = Duration::from_millis(20);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRun {
+    /// stdout and stderr, interleaved as written.
+    pub output: String,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub interrupted: bool,
+}
+
+pub fn run_shell(
+    command: &str,
+    dir: &Path,
+    timeout: Duration,
+    env: &[(String, String)],
+    interrupt: &AtomicBool,
+) -> std::io::Result<RawRun> {
+    let mut out = tempfile::tempfile()?;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out.try_clone()?)
+        .process_group(0)
+        .spawn()?;
+    let started = Instant::now();
+    let (status, timed_out, interrupted) = loop {
+        if let Some(status) = child.try_wait()? {
+            break (Some(status), false, false);
+        }
+        let timed_out = started.elapsed() >= timeout;
+        let interrupted = interrupt.load(Ordering::SeqCst);
+        if timed_out || interrupted {
+            kill_group(child.id());
+            let _ = child.wait();
+            break (None, timed_out, interrupted);
+        }
+        std::thread::sleep(POLL);
+    };
+    // The shell may be gone while its children still hold the group: end them too.
+    kill_group(child.id());
+    Ok(RawRun {
+        output: read_capped(&mut out)?,
+        exit_code: status.and_then(|s| s.code()),
+        timed_out,
+        interrupted,
+    })
+}
+
+fn kill_group(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: kill(2) takes plain integers; a negative pid names the process group the
+        // child leads (process_group(0)), and a group that is already gone just returns ESRCH.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+}
+
+fn read_capped(file: &mut std::fs::File) -> std::io::Result<String> {
+    let len = file.seek(SeekFrom::End(0))?;
+    let start = len.saturating_sub(MAX_OUTPUT);
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Ok(if start > 0 {
+        format!("[{start} bytes of earlier output cut]\n{text}")
+    } else {
+        text
+    })
+}
+
+/// The environment of a test run: the user's, less git's own variables (a pre-push hook sets
+/// GIT_DIR, which would point the tests at the user's repository) and anything that looks like
+/// a secret; and Python is told not to litter the work tree with bytecode.
+pub fn test_env() -> Vec<(String, String)> {
+    filter_env(std::env::vars())
+}
+
+pub fn filter_env(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+    const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"];
+    let mut env: Vec<(String, String)> = vars
+        .into_iter()
+        .filter(|(name, _)| {
+            let upper = name.to_ascii_uppercase();
+            !upper.starts_with("GIT_")
+                && !upper.starts_with("AGENT_GIT_")
+                && !SECRET_WORDS.iter().any(|w| upper.contains(w))
+        })
+        .collect();
+    env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cmd: &str, timeout_ms: u64) -> RawRun {
+        let dir = tempfile::tempdir().unwrap();
+        let never = AtomicBool::new(false);
+        run_shell(cmd, dir.path(), Duration::from_millis(timeout_ms), &test_env(), &never).unwrap()
+    }
+
+    #[test]
+    fn captures_both_streams_and_the_exit_code() {
+        let r = run("echo out; echo err >&2; exit 3", 10_000);
+        assert_eq!(r.output, "out\nerr\n");
+        assert_eq!(r.exit_code, Some(3));
+        assert!(!r.timed_out);
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("late");
+        let cmd = format!("(sleep 1; touch '{}') & sleep 30", marker.display());
+        let started = Instant::now();
+        let r = run(&cmd, 300);
+        assert!(r.timed_out);
+        assert_eq!(r.exit_code, None);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "the background child outlived the timeout");
+    }
+
+    #[test]
+    fn secrets_and_git_variables_are_dropped() {
+        let env = filter_env([
+            ("PATH".to_string(), "/bin".to_string()),
+            ("ANTHROPIC_API_KEY".to_string(), "sk".to_string()),
+            ("GITHUB_TOKEN".to_string(), "t".to_string()),
+            ("GIT_DIR".to_string(), "/repo/.git".to_string()),
+            ("AGENT_GIT_MODEL".to_string(), "script:x".to_string()),
+        ]);
+        assert_eq!(
+            env,
+            vec![
+                ("PATH".to_string(), "/bin".to_string()),
+                ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
+            ]
+        );
+    }
+}

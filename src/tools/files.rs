@@ -1,0 +1,323 @@
+//! Reading tools: list_files, read_file, search. They never change anything.
+
+use super::{parse_input, path_label, Tool, ToolContext, ToolFatal, ToolOutcome};
+use crate::guard::{display, Guard, PathError};
+use crate::model::ToolSpec;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const MAX_LISTED: usize = 500;
+const MAX_READ_LINES: usize = 2000;
+const MAX_READ_BYTES: usize = 100 * 1024;
+const MAX_MATCHES: usize = 200;
+const MAX_MATCH_LINE: usize = 300;
+const MAX_SEARCHED_FILE: u64 = 1024 * 1024;
+
+/// Files under `start` that git tracks or would track: .gitignore rules apply, `.git` is skipped.
+/// Paths come back relative to the guard's root, sorted.
+pub(crate) fn walk_files(guard: &Guard, start: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(start)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file() || t.is_symlink()))
+        .filter_map(|e| e.path().strip_prefix(guard.root()).ok().map(Path::to_path_buf))
+        .collect();
+    files.sort();
+    files
+}
+
+pub(super) fn refused(error: PathError) -> ToolOutcome {
+    let summary = match &error {
+        PathError::Protected(_) => "refused: protected",
+        PathError::Escapes(_) | PathError::Absolute(_) => "refused: outside the repository",
+        PathError::InsideGit(_) => "refused: inside .git",
+        PathError::DanglingLink(_) => "refused: dangling symlink",
+        PathError::Empty => "refused: empty path",
+    };
+    ToolOutcome::error(error.to_string(), summary)
+}
+
+/// Text of a file, or why it cannot be shown as text.
+pub(super) fn read_text(path: &Path, shown: &str) -> Result<String, ToolOutcome> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        ToolOutcome::error(format!("cannot read {shown}: {e}"), "error: unreadable")
+    })?;
+    let head = &bytes[..bytes.len().min(8000)];
+    if head.contains(&0) {
+        return Err(ToolOutcome::error(
+            format!("refused: {shown} is a binary file"),
+            "refused: binary",
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        ToolOutcome::error(
+            format!("refused: {shown} is not UTF-8 text"),
+            "refused: binary",
+        )
+    })
+}
+
+pub struct ListFiles;
+
+#[derive(Deserialize)]
+struct ListArgs {
+    path: Option<String>,
+}
+
+impl Tool for ListFiles {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "list_files",
+            description: "List the repository's files (tracked, or untracked and not ignored) under a \
+                directory, relative to the repository root. At most 500 are listed, with a count of the rest.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "Directory relative to the repository root; default: the root."}
+                }
+            }),
+        }
+    }
+
+    fn label(&self, input: &Value) -> String {
+        let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
+        format!("list {path}")
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
+        let args: ListArgs = match parse_input("list_files", input) {
+            Ok(a) => a,
+            Err(outcome) => return Ok(outcome),
+        };
+        let resolved = match ctx.guard.check_read(args.path.as_deref().unwrap_or(".")) {
+            Ok(r) => r,
+            Err(e) => return Ok(refused(e)),
+        };
+        if !resolved.real.exists() {
+            let shown = display(&resolved.rel);
+            return Ok(ToolOutcome::error(format!("{shown} does not exist"), "error: not found"));
+        }
+        let files = walk_files(ctx.guard, &resolved.real);
+        let mut text: Vec<String> = files.iter().take(MAX_LISTED).map(|p| display(p)).collect();
+        if files.len() > MAX_LISTED {
+            text.push(format!(
+                "[{} more files not listed; list a subdirectory to see them]",
+                files.len() - MAX_LISTED
+            ));
+        }
+        if files.is_empty() {
+            text.push("(no files)".to_string());
+        }
+        Ok(ToolOutcome::ok(text.join("\n"), format!("{} files", files.len())))
+    }
+}
+
+pub struct ReadFile;
+
+#[derive(Deserialize)]
+struct ReadArgs {
+    path: String,
+    start_line: Option<usize>,
+    end_line: Option<usize>,
+}
+
+impl Tool for ReadFile {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read_file",
+            description: "Read a text file with numbered lines. At most 2000 lines or 100 KB per call; \
+                use start_line and end_line (1-based, inclusive) to read a part or to read on.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "File path relative to the repository root."},
+                    "start_line": {"type": "integer", "minimum": 1, "description": "First line to show (default 1)."},
+                    "end_line": {"type": "integer", "minimum": 1, "description": "Last line to show (default: the end)."}
+                },
+                "required": ["path"]
+            }),
+        }
+    }
+
+    fn label(&self, input: &Value) -> String {
+        path_label("read", input)
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
+        let args: ReadArgs = match parse_input("read_file", input) {
+            Ok(a) => a,
+            Err(outcome) => return Ok(outcome),
+        };
+        let resolved = match ctx.guard.check_read(&args.path) {
+            Ok(r) => r,
+            Err(e) => return Ok(refused(e)),
+        };
+        let shown = display(&resolved.rel);
+        if resolved.real.is_dir() {
+            return Ok(ToolOutcome::error(
+                format!("{shown} is a directory; use list_files to see what it holds"),
+                "error: a directory",
+            ));
+        }
+        if !resolved.real.exists() {
+            return Ok(ToolOutcome::error(format!("{shown} does not exist"), "error: not found"));
+        }
+        let text = match read_text(&resolved.real, &shown) {
+            Ok(t) => t,
+            Err(outcome) => return Ok(outcome),
+        };
+        Ok(number_lines(&shown, &text, args.start_line, args.end_line))
+    }
+}
+
+fn number_lines(shown: &str, text: &str, start: Option<usize>, end: Option<usize>) -> ToolOutcome {
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
+    let start = start.unwrap_or(1).max(1);
+    if total == 0 {
+        return ToolOutcome::ok(format!("{shown} is empty"), "0 lines");
+    }
+    if start > total {
+        return ToolOutcome::error(
+            format!("{shown} has {total} lines; start_line {start} is past the end"),
+            "error: past the end",
+        );
+    }
+    let end = end.unwrap_or(total).min(total);
+    if end < start {
+        return ToolOutcome::error(
+            format!("end_line {end} is before start_line {start}"),
+            "error: bad range",
+        );
+    }
+    let mut out = String::new();
+    let mut last = start - 1;
+    for (i, line) in lines[start - 1..end].iter().enumerate() {
+        let numbered = format!("{:>6}\t{line}\n", start + i);
+        if i >= MAX_READ_LINES || out.len() + numbered.len() > MAX_READ_BYTES {
+            if out.is_empty() {
+                // One line larger than the cap: show its start rather than nothing at all.
+                let cut: String = numbered.chars().take(MAX_READ_BYTES).collect();
+                out.push_str(&format!("{cut}\n[line {start} cut at {MAX_READ_BYTES} bytes]\n"));
+                last = start;
+            }
+            break;
+        }
+        out.push_str(&numbered);
+        last = start + i;
+    }
+    if last < end {
+        out.push_str(&format!(
+            "[showing lines {start}-{last} of {total}; call read_file with start_line {} to read on]\n",
+            last + 1
+        ));
+    }
+    ToolOutcome::ok(out, format!("lines {start}-{last} of {total}"))
+}
+
+pub struct Search;
+
+#[derive(Deserialize)]
+struct SearchArgs {
+    pattern: String,
+    path: Option<String>,
+}
+
+impl Tool for Search {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "search",
+            description: "Search the repository's files (ignored files skipped) for a regular expression \
+                (Rust regex syntax). Results are `path:line: text`, at most 200.",
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", "description": "Regular expression to look for, line by line."},
+                    "path": {"type": "string", "description": "File or directory to search in; default: the whole repository."}
+                },
+                "required": ["pattern"]
+            }),
+        }
+    }
+
+    fn label(&self, input: &Value) -> String {
+        let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
+        format!("search '{pattern}'")
+    }
+
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
+        let args: SearchArgs = match parse_input("search", input) {
+            Ok(a) => a,
+            Err(outcome) => return Ok(outcome),
+        };
+        let regex = match regex::Regex::new(&args.pattern) {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(ToolOutcome::error(
+                    format!("invalid regular expression: {e}"),
+                    "error: bad pattern",
+                ))
+            }
+        };
+        let resolved = match ctx.guard.check_read(args.path.as_deref().unwrap_or(".")) {
+            Ok(r) => r,
+            Err(e) => return Ok(refused(e)),
+        };
+        let mut matches = Vec::new();
+        let mut more = 0usize;
+        for rel in walk_files(ctx.guard, &resolved.real) {
+            let full = ctx.guard.root().join(&rel);
+            if std::fs::metadata(&full).map_or(true, |m| m.len() > MAX_SEARCHED_FILE) {
+                continue;
+            }
+            let Ok(text) = read_text(&full, "") else {
+                continue;
+            };
+            for (i, line) in text.lines().enumerate() {
+                if !regex.is_match(line) {
+                    continue;
+                }
+                if matches.len() >= MAX_MATCHES {
+                    more += 1;
+                    continue;
+                }
+                let line: String = line.chars().take(MAX_MATCH_LINE).collect();
+                matches.push(format!("{}:{}: {line}", display(&rel), i + 1));
+            }
+        }
+        let summary = format!("{} matches", matches.len() + more);
+        if matches.is_empty() {
+            return Ok(ToolOutcome::ok("no matches", summary));
+        }
+        if more > 0 {
+            matches.push(format!("[{more} more matches not shown; narrow the pattern or the path]"));
+        }
+        Ok(ToolOutcome::ok(matches.join("\n"), summary))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_lines_are_capped_with_a_way_to_read_on() {
+        let text: String = (1..=2500).map(|i| format!("l{i}\n")).collect();
+        let out = number_lines("big.txt", &text, None, None);
+        assert!(out.content.starts_with("     1\tl1\n"));
+        assert!(out.content.contains("  2000\tl2000\n"));
+        assert!(!out.content.contains("l2001\n"));
+        assert!(out
+            .content
+            .ends_with("[showing lines 1-2000 of 2500; call read_file with start_line 2001 to read on]\n"));
+
+        let part = number_lines("big.txt", &text, Some(2499), Some(9999));
+        assert_eq!(part.content, "  2499\tl2499\n  2500\tl2500\n");
+        assert!(number_lines("big.txt", &text, Some(3000), None).is_error);
+        assert!(number_lines("big.txt", &text, Some(5), Some(4)).is_error);
+    }
+}

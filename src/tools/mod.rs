@@ -1,0 +1,149 @@
+//! The tools a model may call. Each one checks its input and its paths (through the guard)
+//! before touching anything; every accepted change becomes a commit through the workspace.
+
+mod edit;
+mod files;
+mod tests;
+
+use crate::guard::Guard;
+use crate::model::ToolSpec;
+use crate::testrun::TestResult;
+use crate::verify::{Verifier, VerifyError};
+use crate::workspace::WorkspaceError;
+use git2::Oid;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Everything a tool may use during one call.
+pub struct ToolContext<'a> {
+    pub guard: &'a Guard,
+    pub verifier: &'a Verifier<'a>,
+    /// What the model said alongside the call: the body of the commit the call may make.
+    pub note: &'a str,
+}
+
+impl ToolContext<'_> {
+    pub fn workspace(&self) -> &crate::workspace::Workspace {
+        self.verifier.workspace
+    }
+}
+
+/// The result of a call as the model sees it, and as the report lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    pub content: String,
+    pub is_error: bool,
+    /// A few words for the report's "what was tried": `commit 1a2b3c4`, `refused: protected`.
+    pub summary: String,
+    pub commit: Option<Oid>,
+    pub tests: Option<TestResult>,
+}
+
+impl ToolOutcome {
+    pub fn ok(content: impl Into<String>, summary: impl Into<String>) -> Self {
+        ToolOutcome {
+            content: content.into(),
+            is_error: false,
+            summary: summary.into(),
+            commit: None,
+            tests: None,
+        }
+    }
+
+    pub fn error(content: impl Into<String>, summary: impl Into<String>) -> Self {
+        ToolOutcome {
+            is_error: true,
+            ..Self::ok(content, summary)
+        }
+    }
+}
+
+/// Errors that end the run: the harness itself failed, not the model's request.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolFatal {
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
+}
+
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    /// How the report names a call, e.g. `edit calc.py`.
+    fn label(&self, input: &Value) -> String;
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal>;
+}
+
+pub struct Registry {
+    tools: Vec<Box<dyn Tool>>,
+}
+
+impl Registry {
+    pub fn builtin() -> Self {
+        Registry {
+            tools: vec![
+                Box::new(files::ListFiles),
+                Box::new(files::ReadFile),
+                Box::new(files::Search),
+                Box::new(edit::WriteFile),
+                Box::new(edit::EditFile),
+                Box::new(edit::DeleteFile),
+                Box::new(tests::RunTests),
+            ],
+        }
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec()).collect()
+    }
+
+    fn find(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools
+            .iter()
+            .find(|t| t.spec().name == name)
+            .map(|t| t.as_ref())
+    }
+
+    pub fn label(&self, name: &str, input: &Value) -> String {
+        match self.find(name) {
+            Some(tool) => tool.label(input),
+            None => name.to_string(),
+        }
+    }
+
+    /// Runs one call. Anything the model sent wrong comes back as an is_error outcome.
+    pub fn call(&self, name: &str, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
+        match self.find(name) {
+            Some(tool) => tool.run(input, ctx),
+            None => {
+                let known: Vec<&str> = self.tools.iter().map(|t| t.spec().name).collect();
+                Ok(ToolOutcome::error(
+                    format!("unknown tool `{name}`; the tools are: {}", known.join(", ")),
+                    "refused: unknown tool",
+                ))
+            }
+        }
+    }
+}
+
+/// Reads a tool's input into its typed form, or says what was wrong with it.
+fn parse_input<T: DeserializeOwned>(tool: &str, input: &Value) -> Result<T, ToolOutcome> {
+    serde_json::from_value(input.clone()).map_err(|e| {
+        ToolOutcome::error(
+            format!("invalid input for {tool}: {e}; see the tool's input schema"),
+            "refused: invalid input",
+        )
+    })
+}
+
+/// `verb path` for the report, from the input's `path` when it has one.
+fn path_label(verb: &str, input: &Value) -> String {
+    match input.get("path").and_then(Value::as_str) {
+        Some(path) => format!("{verb} {path}"),
+        None => verb.to_string(),
+    }
+}
+
+fn short(oid: Oid) -> String {
+    oid.to_string()[..7].to_string()
+}

@@ -1,0 +1,218 @@
+//! Everything that must succeed before a run may create its branch: each failure here is a
+//! usage or setup error (exit 2) and leaves the repository exactly as it was.
+
+use super::Workspace;
+use git2::{BranchType, Oid, Repository, WorktreeAddOptions};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("{0} is not inside a git repository; run agent-git in one or pass --repo PATH")]
+    NotARepository(PathBuf),
+    #[error("the repository has no commits yet; commit the code and its tests first")]
+    NoCommits,
+    #[error("unknown base revision `{0}`; pass a branch, tag or commit that exists (--base)")]
+    UnknownBase(String),
+    #[error("`{0}` is not a valid branch name; choose another with --branch")]
+    BadBranchName(String),
+    #[error("branch `{0}` already exists; choose another name with --branch")]
+    BranchExists(String),
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    #[error("cannot create the run's work tree at {0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}
+
+/// The commit a run starts from, and the files it holds (for test-command detection).
+pub struct BaseInfo {
+    pub id: Oid,
+    pub summary: String,
+}
+
+pub fn open_user_repo(path: &Path) -> Result<Repository, SetupError> {
+    Repository::discover(path).map_err(|_| SetupError::NotARepository(path.to_path_buf()))
+}
+
+pub fn resolve_base(repo: &Repository, spec: &str) -> Result<BaseInfo, SetupError> {
+    if spec == "HEAD" && repo.head().is_err() {
+        return Err(SetupError::NoCommits);
+    }
+    let commit = repo
+        .revparse_single(spec)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|_| SetupError::UnknownBase(spec.to_string()))?;
+    Ok(BaseInfo {
+        id: commit.id(),
+        summary: commit.summary().ok().flatten().unwrap_or("").to_string(),
+    })
+}
+
+pub fn check_branch_free(repo: &Repository, name: &str) -> Result<(), SetupError> {
+    if !git2::Branch::name_is_valid(name)? {
+        return Err(SetupError::BadBranchName(name.to_string()));
+    }
+    if repo.find_branch(name, BranchType::Local).is_ok() {
+        return Err(SetupError::BranchExists(name.to_string()));
+    }
+    Ok(())
+}
+
+/// Every file path of a commit's tree, `/`-separated, and a reader for their text.
+pub fn tree_files(repo: &Repository, commit: Oid) -> Result<Vec<String>, SetupError> {
+    let tree = repo.find_commit(commit)?.tree()?;
+    let mut paths = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        if entry.kind() == Some(git2::ObjectType::Blob) {
+            paths.push(format!("{dir}{}", entry.name().unwrap_or("")));
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    Ok(paths)
+}
+
+pub fn read_blob(repo: &Repository, commit: Oid, path: &str) -> Option<Vec<u8>> {
+    let tree = repo.find_commit(commit).ok()?.tree().ok()?;
+    let entry = tree.get_path(Path::new(path)).ok()?;
+    let blob = repo.find_blob(entry.id()).ok()?;
+    Some(blob.content().to_vec())
+}
+
+impl Workspace {
+    /// Creates the run's branch at `base` and checks it out in a linked worktree kept under
+    /// the repository's git directory, outside the user's working tree.
+    pub fn create(
+        repo: &Repository,
+        base: Oid,
+        branch: &str,
+        run_id: &str,
+    ) -> Result<Workspace, SetupError> {
+        check_branch_free(repo, branch)?;
+        let common_dir = repo.commondir().to_path_buf();
+        let worktree_name = format!("agent-git-{run_id}");
+        let parent = common_dir.join("agent-git");
+        std::fs::create_dir_all(&parent).map_err(|e| SetupError::Io(parent.clone(), e))?;
+        let worktree_path = parent.join(run_id);
+        let base_commit = repo.find_commit(base)?;
+        let reference = repo.branch(branch, &base_commit, false)?.into_reference();
+        let mut opts = WorktreeAddOptions::new();
+        opts.reference(Some(&reference));
+        let added = repo.worktree(&worktree_name, &worktree_path, Some(&opts));
+        if let Err(e) = added {
+            // Leave nothing behind: the branch was ours and holds nothing yet.
+            let _ = repo
+                .find_branch(branch, BranchType::Local)
+                .and_then(|mut b| b.delete());
+            return Err(e.into());
+        }
+        let wt_repo = Repository::open(&worktree_path)?;
+        Ok(Workspace {
+            repo: wt_repo,
+            run_id: run_id.to_string(),
+            branch: branch.to_string(),
+            base,
+            worktree_path,
+            worktree_name,
+            common_dir,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guard::Protection;
+    use crate::workspace::CommitOutcome;
+
+    fn repo_with_commit(dir: &Path) -> (Repository, Oid) {
+        let repo = Repository::init(dir).unwrap();
+        std::fs::write(dir.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+        std::fs::create_dir(dir.join("tests")).unwrap();
+        std::fs::write(dir.join("tests/test_calc.py"), "assert True\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        let oid = repo
+            .commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+            .unwrap();
+        drop(tree);
+        (repo, oid)
+    }
+
+    #[test]
+    fn commits_edits_refuses_protected_changes_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = repo_with_commit(dir.path());
+        let ws = Workspace::create(&repo, base, "agent/t", "r1").unwrap();
+        let protection = Protection::new(&[]).unwrap();
+        assert!(ws.path().join("calc.py").exists());
+
+        std::fs::write(ws.path().join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+        let CommitOutcome::Committed(oid) = ws.commit_changes("fix", "why", &protection).unwrap()
+        else {
+            panic!("expected a commit");
+        };
+        assert_eq!(ws.head().unwrap(), oid);
+        assert_eq!(ws.commit_changes("again", "", &protection).unwrap(), CommitOutcome::NoChange);
+
+        std::fs::write(ws.path().join("tests/test_calc.py"), "").unwrap();
+        std::fs::write(ws.path().join("new.py"), "x = 1\n").unwrap();
+        assert_eq!(
+            ws.commit_changes("sneak", "", &protection).unwrap(),
+            CommitOutcome::Refused(vec!["tests/test_calc.py".into()])
+        );
+        assert_eq!(ws.head().unwrap(), oid);
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("tests/test_calc.py")).unwrap(),
+            "assert True\n"
+        );
+        assert!(!ws.path().join("new.py").exists(), "a refused change is rolled back whole");
+
+        let stats = ws.diffstat().unwrap();
+        assert_eq!(
+            stats,
+            vec![crate::workspace::FileStat {
+                path: "calc.py".into(),
+                added: 1,
+                removed: 1,
+                binary: false
+            }]
+        );
+        let path = ws.path().to_path_buf();
+        ws.remove_worktree().unwrap();
+        assert!(!path.exists());
+        assert!(repo.find_branch("agent/t", BranchType::Local).is_ok());
+        assert!(matches!(
+            Workspace::create(&repo, base, "agent/t", "r2"),
+            Err(SetupError::BranchExists(_))
+        ));
+    }
+
+    #[test]
+    fn restore_protected_puts_back_the_base_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = repo_with_commit(dir.path());
+        let ws = Workspace::create(&repo, base, "agent/r", "r3").unwrap();
+        let protection = Protection::new(&[]).unwrap();
+        std::fs::remove_file(ws.path().join("tests/test_calc.py")).unwrap();
+        std::fs::write(ws.path().join("conftest.py"), "skip everything").unwrap();
+        std::fs::write(ws.path().join("calc.py"), "changed").unwrap();
+        let mut restored = ws.restore_protected(&protection).unwrap();
+        restored.sort();
+        assert_eq!(restored, vec!["conftest.py", "tests/test_calc.py"]);
+        assert!(!ws.path().join("conftest.py").exists());
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("tests/test_calc.py")).unwrap(),
+            "assert True\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(ws.path().join("calc.py")).unwrap(),
+            "changed",
+            "unprotected work is left alone"
+        );
+        ws.remove_worktree().unwrap();
+    }
+}
