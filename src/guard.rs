@@ -231,7 +231,10 @@ mod tests {
             ".agentgit",
             "docs/golden/out.txt",
         ] {
-            assert!(p.is_protected(Path::new(path)), "{path} should be protected");
+            assert!(
+                p.is_protected(Path::new(path)),
+                "{path} should be protected"
+            );
         }
         for path in [
             "calc.py",

@@ -69,7 +69,10 @@ impl Report<'_> {
             out.push("  nothing".to_string());
         }
         for action in self.actions {
-            out.push(format!("  [{}] {} -> {}", action.turn, action.label, action.result));
+            out.push(format!(
+                "  [{}] {} -> {}",
+                action.turn, action.label, action.result
+            ));
         }
         out.push(String::new());
         out.extend(self.tests_section());
@@ -87,7 +90,11 @@ impl Report<'_> {
         }
         out.push(String::new());
         out.push("Review:".to_string());
-        out.push(format!("  git log -p {}..{}", short(self.base), self.branch));
+        out.push(format!(
+            "  git log -p {}..{}",
+            short(self.base),
+            self.branch
+        ));
         out.push(format!("  git diff {}..{}", short(self.base), self.branch));
         out.push(format!("  git merge {}", self.branch));
         out.push(String::new());
@@ -100,7 +107,11 @@ impl Report<'_> {
     }
 
     fn tests_section(&self) -> Vec<String> {
-        let mut out = vec![format!("Tests ({}): {}", self.tests.command, self.tests.summary())];
+        let mut out = vec![format!(
+            "Tests ({}): {}",
+            self.tests.command,
+            self.tests.summary()
+        )];
         if self.tests.passed {
             return out;
         }
@@ -165,7 +176,10 @@ mod tests {
             exit_code: Some(1),
             timed_out_after: None,
             interrupted: false,
-            counts: Some(Counts { passed: 3, failed: 1 }),
+            counts: Some(Counts {
+                passed: 3,
+                failed: 1,
+            }),
             failing: vec![Failure {
                 name: "test_calc.py::test_add".into(),
                 detail: Some("assert -1 == 5".into()),
@@ -178,10 +192,23 @@ mod tests {
     fn message_states_everything_a_reviewer_needs() {
         let tests = failing_tests();
         let actions = vec![
-            Action { turn: 1, label: "edit calc.py".into(), result: "commit 1a2b3c4".into() },
-            Action { turn: 2, label: "write tests/test_calc.py".into(), result: "refused: protected".into() },
+            Action {
+                turn: 1,
+                label: "edit calc.py".into(),
+                result: "commit 1a2b3c4".into(),
+            },
+            Action {
+                turn: 2,
+                label: "write tests/test_calc.py".into(),
+                result: "refused: protected".into(),
+            },
         ];
-        let files = vec![FileStat { path: "calc.py".into(), added: 1, removed: 1, binary: false }];
+        let files = vec![FileStat {
+            path: "calc.py".into(),
+            added: 1,
+            removed: 1,
+            binary: false,
+        }];
         let report = Report {
             run_id: "ab12cd34",
             task: "Fix the adder",

@@ -53,16 +53,8 @@ pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Fini
         .build()
         .map_err(|e| RunError::Harness(format!("cannot start the async runtime: {e}")))?;
     let interrupt = Arc::new(AtomicBool::new(false));
-    let flag = interrupt.clone();
-    runtime.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            flag.store(true, Ordering::SeqCst);
-            // A second Ctrl-C means "now": the user's checkout is safe either way.
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
-            }
-        }
-    });
+    watch_signals(&runtime, interrupt.clone())
+        .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
 
     let workspace = Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?;
     progress(&format!(
@@ -79,6 +71,28 @@ pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Fini
         }
     }
     finished
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM sets `flag`: the run stops at the next step and still writes its
+/// report. A second signal exits at once; the user's checkout is safe either way. The handlers
+/// are installed before this returns, so no early signal slips past.
+fn watch_signals(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let _context = runtime.enter();
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    runtime.spawn(async move {
+        for _ in 0..2 {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            if flag.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+        }
+    });
+    Ok(())
 }
 
 fn run_in(
@@ -114,15 +128,24 @@ fn run_in(
         .block_on(agent.run(&plan.task, &tools))
         .map_err(|e| harness(&e))?;
     if let Some(path) = &plan.transcript {
-        let transcript = json!({"system": plan.system, "tools": tools, "messages": result.messages});
+        let transcript =
+            json!({"system": plan.system, "tools": tools, "messages": result.messages});
         let text = serde_json::to_string_pretty(&transcript).map_err(|e| harness(&e))?;
-        std::fs::write(path, text)
-            .map_err(|e| harness(&format!("cannot write the transcript {}: {e}", path.display())))?;
+        std::fs::write(path, text).map_err(|e| {
+            harness(&format!(
+                "cannot write the transcript {}: {e}",
+                path.display()
+            ))
+        })?;
     }
     Ok(result)
 }
 
-fn write_report(plan: &RunPlan, workspace: &Workspace, result: RunResult) -> Result<Finished, RunError> {
+fn write_report(
+    plan: &RunPlan,
+    workspace: &Workspace,
+    result: RunResult,
+) -> Result<Finished, RunError> {
     let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
     let files = workspace.diffstat().map_err(|e| harness(&e))?;
     let base = plan.base.id.to_string();

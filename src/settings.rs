@@ -77,9 +77,11 @@ fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
     let number = |key: &str| -> Result<Option<u64>, String> {
         match string(key)? {
             None => Ok(None),
-            Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
-                format!("{key} in {origin} must be a whole number, not `{v}`")
-            }),
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .map(Some)
+                .map_err(|_| format!("{key} in {origin} must be a whole number, not `{v}`")),
         }
     };
     let mut protect = Vec::new();
@@ -93,7 +95,9 @@ fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
             .map_err(|e| format!("agent-git.protect in {origin}: {}", e.message()))?;
     }
     let max_turns = number("agent-git.maxTurns")?
-        .map(|n| u32::try_from(n).map_err(|_| format!("agent-git.maxTurns in {origin} is too large")))
+        .map(|n| {
+            u32::try_from(n).map_err(|_| format!("agent-git.maxTurns in {origin} is too large"))
+        })
         .transpose()?;
     Ok(Layer {
         model: string("agent-git.model")?,
@@ -161,6 +165,9 @@ mod tests {
         );
         std::fs::write(&path, "[agent-git]\n\tmaxTurns = lots\n").unwrap();
         let err = read_layer(&Config::open(&path).unwrap(), "test").unwrap_err();
-        assert_eq!(err, "agent-git.maxTurns in test must be a whole number, not `lots`");
+        assert_eq!(
+            err,
+            "agent-git.maxTurns in test must be a whole number, not `lots`"
+        );
     }
 }

@@ -4,7 +4,9 @@ mod prompt;
 
 pub use prompt::SYSTEM_PROMPT;
 
-use crate::model::{ContentBlock, Message, Model, ModelError, Reply, Request, Role, StopReason, ToolSpec};
+use crate::model::{
+    ContentBlock, Message, Model, ModelError, Reply, Request, Role, StopReason, ToolSpec,
+};
 use crate::testrun::TestResult;
 use crate::tools::{Registry, ToolContext, ToolFatal};
 use crate::verify::{describe_for_model, Verifier};
@@ -185,7 +187,9 @@ impl Agent<'_> {
         }
         if reply.stop_reason == StopReason::MaxTokens {
             self.record(state, "reply cut off (max_tokens)", "asked to continue");
-            state.messages.push(Message::user(vec![ContentBlock::text(CUT_OFF)]));
+            state
+                .messages
+                .push(Message::user(vec![ContentBlock::text(CUT_OFF)]));
             return Ok(None);
         }
         let tests = self.verify(state)?;
@@ -198,7 +202,9 @@ impl Agent<'_> {
              The task is done only when the tests pass. Keep working.",
             describe_for_model(&tests)
         );
-        state.messages.push(Message::user(vec![ContentBlock::text(feedback)]));
+        state
+            .messages
+            .push(Message::user(vec![ContentBlock::text(feedback)]));
         Ok(None)
     }
 
@@ -223,7 +229,7 @@ impl Agent<'_> {
         }
         if let Some(tests) = outcome.tests {
             state.tested_at = self.verifier.workspace.head().ok();
-            state.tests = tests;
+            state.tests = *tests;
         }
         Ok(ContentBlock::ToolResult {
             tool_use_id: id.to_string(),

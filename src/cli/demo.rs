@@ -40,8 +40,12 @@ pub fn run(args: DemoArgs) -> Result<u8, CliError> {
     };
     let model = ScriptedModel::new("demo-script (built in)", script());
     let code = fix_with(fix, Some(Box::new(model)))?;
-    let log = crate::workspace::demo::branch_log(dir.path(), base, BRANCH).map_err(|e| harness(&e))?;
-    println!("\n=== git log --stat {}..{BRANCH} ===\n{log}", &base.to_string()[..7]);
+    let log =
+        crate::workspace::demo::branch_log(dir.path(), base, BRANCH).map_err(|e| harness(&e))?;
+    println!(
+        "\n=== git log --stat {}..{BRANCH} ===\n{log}",
+        &base.to_string()[..7]
+    );
     if args.keep {
         let kept = dir.keep();
         println!("The demo repository is kept at {}", kept.display());
@@ -71,7 +75,11 @@ fn reply(stop_reason: StopReason, text: &str, calls: Vec<ContentBlock>) -> Reply
 fn script() -> Vec<Reply> {
     use StopReason::{EndTurn, ToolUse};
     vec![
-        reply(ToolUse, "Let me see what the repository holds.", vec![tool("t1", "list_files", json!({}))]),
+        reply(
+            ToolUse,
+            "Let me see what the repository holds.",
+            vec![tool("t1", "list_files", json!({}))],
+        ),
         reply(
             ToolUse,
             "Reading the code under test and its test.",
@@ -83,20 +91,40 @@ fn script() -> Vec<Reply> {
         reply(
             ToolUse,
             "add() gives the wrong sign: the operands look swapped.",
-            vec![tool("t4", "edit_file", json!({"path": "calc.py", "old_text": "return a - b", "new_text": "return b - a"}))],
+            vec![tool(
+                "t4",
+                "edit_file",
+                json!({"path": "calc.py", "old_text": "return a - b", "new_text": "return b - a"}),
+            )],
         ),
-        reply(EndTurn, "I swapped the operands of add(); the tests should pass now.", vec![]),
+        reply(
+            EndTurn,
+            "I swapped the operands of add(); the tests should pass now.",
+            vec![],
+        ),
         reply(
             ToolUse,
             "Still failing. Perhaps the test expects the wrong value.",
-            vec![tool("t5", "edit_file", json!({"path": "test_calc.py", "old_text": "== 5", "new_text": "== -1"}))],
+            vec![tool(
+                "t5",
+                "edit_file",
+                json!({"path": "test_calc.py", "old_text": "== 5", "new_text": "== -1"}),
+            )],
         ),
         reply(
             ToolUse,
             "Right, the tests are not mine to change. add() must add, not subtract.",
-            vec![tool("t6", "edit_file", json!({"path": "calc.py", "old_text": "return b - a", "new_text": "return a + b"}))],
+            vec![tool(
+                "t6",
+                "edit_file",
+                json!({"path": "calc.py", "old_text": "return b - a", "new_text": "return a + b"}),
+            )],
         ),
-        reply(ToolUse, "Checking.", vec![tool("t7", "run_tests", json!({}))]),
+        reply(
+            ToolUse,
+            "Checking.",
+            vec![tool("t7", "run_tests", json!({}))],
+        ),
         reply(EndTurn, "add() now returns a + b; the tests pass.", vec![]),
     ]
 }

@@ -192,7 +192,10 @@ mod tests {
 
     #[test]
     fn slugs_are_short_and_safe() {
-        assert_eq!(slug("The tests in test_calc.py fail. Fix it!"), "the-tests-in-test-calc-py-fail-fix-it");
+        assert_eq!(
+            slug("The tests in test_calc.py fail. Fix it!"),
+            "the-tests-in-test-calc-py-fail-fix-it"
+        );
         assert_eq!(slug("   ...   "), "task");
         assert!(slug(&"word ".repeat(30)).len() <= 40);
         assert_eq!(slug("Überprüfe den Code"), "berpr-fe-den-code");

@@ -31,7 +31,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the fix loop on a repository whose tests fail, on a new branch.
     #[command(after_help = EXIT_CODES)]
-    Fix(fix::FixArgs),
+    Fix(Box<fix::FixArgs>),
     /// Run the fix loop on a built-in example with a scripted model (no API key, no network).
     Demo(demo::DemoArgs),
 }
@@ -73,7 +73,7 @@ impl From<crate::workspace::SetupError> for CliError {
 /// Runs a parsed command line; the result is the process exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
-        Command::Fix(args) => fix::run(args),
+        Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),
     }
 }

@@ -11,7 +11,9 @@ pub enum ModelSpec {
 impl ModelSpec {
     pub fn parse(spec: &str) -> Result<Self, String> {
         match spec.split_once(':') {
-            Some(("script", path)) if !path.is_empty() => Ok(ModelSpec::Script(PathBuf::from(path))),
+            Some(("script", path)) if !path.is_empty() => {
+                Ok(ModelSpec::Script(PathBuf::from(path)))
+            }
             Some(("script", _)) => Err("`script:` needs a path, e.g. script:replies.json".into()),
             Some((provider, _)) => Err(format!(
                 "unknown model provider `{provider}` in `{spec}`; known: script:PATH"

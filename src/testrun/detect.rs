@@ -78,7 +78,10 @@ mod tests {
         assert_eq!(detect_in(&[("Cargo.toml", "")], false), cmd("cargo test"));
         assert_eq!(detect_in(&[("go.mod", "")], false), cmd("go test ./..."));
         assert_eq!(
-            detect_in(&[("package.json", r#"{"scripts":{"test":"node --test"}}"#)], false),
+            detect_in(
+                &[("package.json", r#"{"scripts":{"test":"node --test"}}"#)],
+                false
+            ),
             cmd("npm test")
         );
         assert_eq!(

@@ -40,7 +40,9 @@ impl TestPlan {
 
     /// Writes the built-in Python runner to a private temp dir, outside the work tree.
     pub fn builtin_python(timeout: Duration) -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("agent-git-runner-").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("agent-git-runner-")
+            .tempdir()?;
         let script = dir.path().join("agent_git_runner.py");
         std::fs::write(&script, BUILTIN_PYTHON_RUNNER)?;
         Ok(TestPlan {
@@ -149,7 +151,15 @@ mod tests {
     #[test]
     fn summary_prefers_counts_and_says_timeouts() {
         let t = Duration::from_secs(7);
-        let failing = TestResult::from_raw("x", raw("FAILED a.py::t - boom\n2 passed, 1 failed\n", Some(1), false), t);
+        let failing = TestResult::from_raw(
+            "x",
+            raw(
+                "FAILED a.py::t - boom\n2 passed, 1 failed\n",
+                Some(1),
+                false,
+            ),
+            t,
+        );
         assert_eq!(failing.summary(), "2 passed, 1 failed");
         assert!(!failing.passed);
         let passing = TestResult::from_raw("x", raw("3 passed, 0 failed\n", Some(0), false), t);
@@ -165,8 +175,14 @@ mod tests {
     #[test]
     fn tail_keeps_the_end_and_says_what_was_cut() {
         let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
-        assert_eq!(tail(&text, 3, 1000), "[7 earlier lines cut]\nline 8\nline 9\nline 10");
+        assert_eq!(
+            tail(&text, 3, 1000),
+            "[7 earlier lines cut]\nline 8\nline 9\nline 10"
+        );
         assert_eq!(tail("a\nb\n", 5, 1000), "a\nb");
-        assert_eq!(tail(&text, 10, 16), "[8 earlier lines cut]\nline 9\nline 10");
+        assert_eq!(
+            tail(&text, 10, 16),
+            "[8 earlier lines cut]\nline 9\nline 10"
+        );
     }
 }

@@ -62,7 +62,13 @@ fn patterns() -> &'static Patterns {
 pub fn parse_output(output: &str) -> Parsed {
     let lines: Vec<&str> = output.lines().collect();
     let mut parsed = Parsed::default();
-    for parser in [parse_cargo, parse_pytest, parse_unittest, parse_go, parse_node] {
+    for parser in [
+        parse_cargo,
+        parse_pytest,
+        parse_unittest,
+        parse_go,
+        parse_node,
+    ] {
         let found = parser(&lines);
         if parsed.counts.is_none() {
             parsed.counts = found.counts;
@@ -174,9 +180,11 @@ fn parse_unittest(lines: &[&str]) -> Parsed {
             parsed.failing.push(Failure { name, detail });
         }
     }
-    let ran = lines
-        .iter()
-        .find_map(|l| p.unittest_ran.captures(l).and_then(|c| c[1].parse::<u32>().ok()));
+    let ran = lines.iter().find_map(|l| {
+        p.unittest_ran
+            .captures(l)
+            .and_then(|c| c[1].parse::<u32>().ok())
+    });
     if let Some(ran) = ran {
         let failed = lines
             .iter()
@@ -224,15 +232,20 @@ fn parse_node(lines: &[&str]) -> Parsed {
     let p = patterns();
     let mut parsed = Parsed::default();
     let (mut pass, mut fail) = (None, None);
-    for line in lines {
-        let failed = p
-            .tap_failed
-            .captures(line)
-            .or_else(|| p.node_spec_failed.captures(line));
-        if let Some(c) = failed {
-            let name = c[1].trim().to_string();
+    for (i, line) in lines.iter().enumerate() {
+        let tap = p.tap_failed.captures(line);
+        let failed = tap
+            .as_ref()
+            .or(p.node_spec_failed.captures(line).as_ref())
+            .map(|c| c[1].trim().to_string());
+        if let Some(name) = failed {
             if name != "failing tests:" && !parsed.failing.iter().any(|f| f.name == name) {
-                parsed.failing.push(Failure { name, detail: None });
+                let detail = if tap.is_some() {
+                    tap_error(&lines[i + 1..])
+                } else {
+                    None
+                };
+                parsed.failing.push(Failure { name, detail });
             }
         }
         if let Some(c) = p.node_counts.captures(line) {
@@ -247,6 +260,23 @@ fn parse_node(lines: &[&str]) -> Parsed {
         parsed.counts = Some(Counts { passed, failed });
     }
     parsed
+}
+
+/// The first line of `error:` in the YAML block that follows a TAP `not ok` line.
+fn tap_error(after: &[&str]) -> Option<String> {
+    let block = after.iter().take_while(|l| l.trim() != "...");
+    let mut lines = block.skip_while(|l| !l.trim_start().starts_with("error:"));
+    let first = lines
+        .next()?
+        .trim_start()
+        .trim_start_matches("error:")
+        .trim();
+    let text = if first.starts_with('|') || first.starts_with('>') || first.is_empty() {
+        lines.map(|l| l.trim()).find(|l| !l.is_empty())?.to_string()
+    } else {
+        first.trim_matches('\'').to_string()
+    };
+    Some(text)
 }
 
 #[cfg(test)]
@@ -278,7 +308,13 @@ FAILED test_calc.py::test_add - assert -1 == 5
                 detail: Some("assert -1 == 5".into())
             }]
         );
-        assert_eq!(parsed.counts, Some(Counts { passed: 1, failed: 1 }));
+        assert_eq!(
+            parsed.counts,
+            Some(Counts {
+                passed: 1,
+                failed: 1
+            })
+        );
     }
 
     #[test]
@@ -287,7 +323,13 @@ FAILED test_calc.py::test_add - assert -1 == 5
                    Traceback (most recent call last):\n  ...\nAssertionError\n3 passed, 1 failed\n";
         let parsed = parse_output(out);
         assert_eq!(names(&parsed), vec!["test_calc.py::test_add"]);
-        assert_eq!(parsed.counts, Some(Counts { passed: 3, failed: 1 }));
+        assert_eq!(
+            parsed.counts,
+            Some(Counts {
+                passed: 3,
+                failed: 1
+            })
+        );
     }
 
     #[test]
@@ -315,7 +357,13 @@ FAILED (failures=1)
                 detail: Some("AssertionError: -1 != 5".into())
             }]
         );
-        assert_eq!(parsed.counts, Some(Counts { passed: 1, failed: 1 }));
+        assert_eq!(
+            parsed.counts,
+            Some(Counts {
+                passed: 1,
+                failed: 1
+            })
+        );
     }
 
     #[test]
@@ -349,7 +397,13 @@ test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
                 detail: Some("assertion `left == right` failed".into())
             }]
         );
-        assert_eq!(parsed.counts, Some(Counts { passed: 5, failed: 1 }));
+        assert_eq!(
+            parsed.counts,
+            Some(Counts {
+                passed: 5,
+                failed: 1
+            })
+        );
     }
 
     #[test]
@@ -368,19 +422,40 @@ test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
 
     #[test]
     fn node_test_tap_and_spec() {
-        let tap = "TAP version 13\n# Subtest: adds\nnot ok 1 - adds\n  ---\nok 2 - zero\n1..2\n# tests 2\n# pass 1\n# fail 1\n";
+        let tap = "TAP version 13\n# Subtest: adds\nnot ok 1 - adds\n  ---\n  duration_ms: 4.6\n  error: |-\n    Expected values to be strictly equal:\n\n    2 !== 3\n  ...\nok 2 - zero\n1..2\n# tests 2\n# pass 1\n# fail 1\n";
         let parsed = parse_output(tap);
-        assert_eq!(names(&parsed), vec!["adds"]);
-        assert_eq!(parsed.counts, Some(Counts { passed: 1, failed: 1 }));
+        assert_eq!(
+            parsed.failing,
+            vec![Failure {
+                name: "adds".into(),
+                detail: Some("Expected values to be strictly equal:".into())
+            }]
+        );
+        assert_eq!(
+            parsed.counts,
+            Some(Counts {
+                passed: 1,
+                failed: 1
+            })
+        );
 
         let spec = "✖ adds (1.2ms)\n✔ zero (0.1ms)\nℹ tests 2\nℹ pass 1\nℹ fail 1\n\n✖ failing tests:\n\n✖ adds (1.2ms)\n";
         let parsed = parse_output(spec);
         assert_eq!(names(&parsed), vec!["adds"]);
-        assert_eq!(parsed.counts, Some(Counts { passed: 1, failed: 1 }));
+        assert_eq!(
+            parsed.counts,
+            Some(Counts {
+                passed: 1,
+                failed: 1
+            })
+        );
     }
 
     #[test]
     fn unknown_output_yields_nothing() {
-        assert_eq!(parse_output("make: *** [check] Error 2\n"), Parsed::default());
+        assert_eq!(
+            parse_output("make: *** [check] Error 2\n"),
+            Parsed::default()
+        );
     }
 }

@@ -116,7 +116,14 @@ mod tests {
     fn run(cmd: &str, timeout_ms: u64) -> RawRun {
         let dir = tempfile::tempdir().unwrap();
         let never = AtomicBool::new(false);
-        run_shell(cmd, dir.path(), Duration::from_millis(timeout_ms), &test_env(), &never).unwrap()
+        run_shell(
+            cmd,
+            dir.path(),
+            Duration::from_millis(timeout_ms),
+            &test_env(),
+            &never,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -138,7 +145,10 @@ mod tests {
         assert_eq!(r.exit_code, None);
         assert!(started.elapsed() < Duration::from_secs(10));
         std::thread::sleep(Duration::from_millis(1500));
-        assert!(!marker.exists(), "the background child outlived the timeout");
+        assert!(
+            !marker.exists(),
+            "the background child outlived the timeout"
+        );
     }
 
     #[test]

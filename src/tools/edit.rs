@@ -10,10 +10,18 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// Commits what a tool just did to the work tree, and says so to the model.
-fn commit(ctx: &ToolContext, verb: &str, shown: &str, done: &str) -> Result<ToolOutcome, ToolFatal> {
+fn commit(
+    ctx: &ToolContext,
+    verb: &str,
+    shown: &str,
+    done: &str,
+) -> Result<ToolOutcome, ToolFatal> {
     let subject = format!("agent-git: {verb} {shown}");
     let protection = ctx.guard.protection();
-    let outcome = match ctx.workspace().commit_changes(&subject, ctx.note, protection)? {
+    let outcome = match ctx
+        .workspace()
+        .commit_changes(&subject, ctx.note, protection)?
+    {
         CommitOutcome::Committed(oid) => ToolOutcome {
             commit: Some(oid),
             ..ToolOutcome::ok(
@@ -66,7 +74,8 @@ impl Tool for WriteFile {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "write_file",
-            description: "Create a file or replace its whole content; parent directories are created. \
+            description:
+                "Create a file or replace its whole content; parent directories are created. \
                 The change is committed at once. Test files are protected and will be refused.",
             input_schema: json!({
                 "type": "object",
@@ -101,7 +110,12 @@ impl Tool for WriteFile {
             return Ok(io_error("write", &shown, e));
         }
         let lines = args.content.lines().count();
-        commit(ctx, "write", &shown, &format!("wrote {shown} ({lines} lines)"))
+        commit(
+            ctx,
+            "write",
+            &shown,
+            &format!("wrote {shown} ({lines} lines)"),
+        )
     }
 }
 
@@ -118,7 +132,8 @@ impl Tool for EditFile {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "edit_file",
-            description: "Replace one exact piece of a file: old_text must occur exactly once (include \
+            description:
+                "Replace one exact piece of a file: old_text must occur exactly once (include \
                 enough surrounding lines to make it unique, whitespace included). The change is \
                 committed at once. Test files are protected and will be refused.",
             input_schema: json!({
@@ -207,7 +222,11 @@ fn replace_once(text: &str, old: &str, new: &str, shown: &str) -> Result<String,
 /// The numbered lines of `text` most like the first line of `wanted`, with some context.
 fn closest_lines(text: &str, wanted: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
-    let first = wanted.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let first = wanted
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     let best = lines
         .iter()
         .enumerate()
@@ -239,7 +258,8 @@ impl Tool for DeleteFile {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "delete_file",
-            description: "Delete a file. The deletion is committed at once. Test files are protected \
+            description:
+                "Delete a file. The deletion is committed at once. Test files are protected \
                 and will be refused.",
             input_schema: json!({
                 "type": "object",
@@ -267,7 +287,10 @@ impl Tool for DeleteFile {
         // The name itself goes, not what a symlink points to.
         let target = ctx.guard.root().join(&resolved.rel);
         if std::fs::symlink_metadata(&target).is_err() {
-            return Ok(ToolOutcome::error(format!("{shown} does not exist"), "error: not found"));
+            return Ok(ToolOutcome::error(
+                format!("{shown} does not exist"),
+                "error: not found",
+            ));
         }
         if let Err(e) = std::fs::remove_file(&target) {
             return Ok(io_error("delete", &shown, e));
@@ -286,12 +309,23 @@ mod tests {
         let missing = replace_once(text, "return a-b", "x", "calc.py").unwrap_err();
         assert!(missing.is_error);
         assert!(missing.content.contains("was not found in calc.py"));
-        assert!(missing.content.contains("     2\t    return a - b"), "{}", missing.content);
+        assert!(
+            missing.content.contains("     2\t    return a - b"),
+            "{}",
+            missing.content
+        );
 
         let twice = replace_once(text, "return a - b", "x", "calc.py").unwrap_err();
-        assert!(twice.content.contains("occurs 2 times in calc.py (at lines 2, 5)"));
+        assert!(twice
+            .content
+            .contains("occurs 2 times in calc.py (at lines 2, 5)"));
 
-        let once = replace_once(text, "def add(a, b):\n    return a - b", "def add(a, b):\n    return a + b", "calc.py");
+        let once = replace_once(
+            text,
+            "def add(a, b):\n    return a - b",
+            "def add(a, b):\n    return a + b",
+            "calc.py",
+        );
         assert_eq!(
             once.unwrap(),
             "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n"

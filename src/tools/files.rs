@@ -24,7 +24,12 @@ pub(crate) fn walk_files(guard: &Guard, start: &Path) -> Vec<PathBuf> {
         .build()
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_some_and(|t| t.is_file() || t.is_symlink()))
-        .filter_map(|e| e.path().strip_prefix(guard.root()).ok().map(Path::to_path_buf))
+        .filter_map(|e| {
+            e.path()
+                .strip_prefix(guard.root())
+                .ok()
+                .map(Path::to_path_buf)
+        })
         .collect();
     files.sort();
     files
@@ -99,7 +104,10 @@ impl Tool for ListFiles {
         };
         if !resolved.real.exists() {
             let shown = display(&resolved.rel);
-            return Ok(ToolOutcome::error(format!("{shown} does not exist"), "error: not found"));
+            return Ok(ToolOutcome::error(
+                format!("{shown} does not exist"),
+                "error: not found",
+            ));
         }
         let files = walk_files(ctx.guard, &resolved.real);
         let mut text: Vec<String> = files.iter().take(MAX_LISTED).map(|p| display(p)).collect();
@@ -112,7 +120,10 @@ impl Tool for ListFiles {
         if files.is_empty() {
             text.push("(no files)".to_string());
         }
-        Ok(ToolOutcome::ok(text.join("\n"), format!("{} files", files.len())))
+        Ok(ToolOutcome::ok(
+            text.join("\n"),
+            format!("{} files", files.len()),
+        ))
     }
 }
 
@@ -129,7 +140,8 @@ impl Tool for ReadFile {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_file",
-            description: "Read a text file with numbered lines. At most 2000 lines or 100 KB per call; \
+            description:
+                "Read a text file with numbered lines. At most 2000 lines or 100 KB per call; \
                 use start_line and end_line (1-based, inclusive) to read a part or to read on.",
             input_schema: json!({
                 "type": "object",
@@ -164,7 +176,10 @@ impl Tool for ReadFile {
             ));
         }
         if !resolved.real.exists() {
-            return Ok(ToolOutcome::error(format!("{shown} does not exist"), "error: not found"));
+            return Ok(ToolOutcome::error(
+                format!("{shown} does not exist"),
+                "error: not found",
+            ));
         }
         let text = match read_text(&resolved.real, &shown) {
             Ok(t) => t,
@@ -202,7 +217,9 @@ fn number_lines(shown: &str, text: &str, start: Option<usize>, end: Option<usize
             if out.is_empty() {
                 // One line larger than the cap: show its start rather than nothing at all.
                 let cut: String = numbered.chars().take(MAX_READ_BYTES).collect();
-                out.push_str(&format!("{cut}\n[line {start} cut at {MAX_READ_BYTES} bytes]\n"));
+                out.push_str(&format!(
+                    "{cut}\n[line {start} cut at {MAX_READ_BYTES} bytes]\n"
+                ));
                 last = start;
             }
             break;
@@ -231,7 +248,8 @@ impl Tool for Search {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "search",
-            description: "Search the repository's files (ignored files skipped) for a regular expression \
+            description:
+                "Search the repository's files (ignored files skipped) for a regular expression \
                 (Rust regex syntax). Results are `path:line: text`, at most 200.",
             input_schema: json!({
                 "type": "object",
@@ -294,7 +312,9 @@ impl Tool for Search {
             return Ok(ToolOutcome::ok("no matches", summary));
         }
         if more > 0 {
-            matches.push(format!("[{more} more matches not shown; narrow the pattern or the path]"));
+            matches.push(format!(
+                "[{more} more matches not shown; narrow the pattern or the path]"
+            ));
         }
         Ok(ToolOutcome::ok(matches.join("\n"), summary))
     }
@@ -311,9 +331,9 @@ mod tests {
         assert!(out.content.starts_with("     1\tl1\n"));
         assert!(out.content.contains("  2000\tl2000\n"));
         assert!(!out.content.contains("l2001\n"));
-        assert!(out
-            .content
-            .ends_with("[showing lines 1-2000 of 2500; call read_file with start_line 2001 to read on]\n"));
+        assert!(out.content.ends_with(
+            "[showing lines 1-2000 of 2500; call read_file with start_line 2001 to read on]\n"
+        ));
 
         let part = number_lines("big.txt", &text, Some(2499), Some(9999));
         assert_eq!(part.content, "  2499\tl2499\n  2500\tl2500\n");

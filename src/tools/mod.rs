@@ -36,7 +36,7 @@ pub struct ToolOutcome {
     /// A few words for the report's "what was tried": `commit 1a2b3c4`, `refused: protected`.
     pub summary: String,
     pub commit: Option<Oid>,
-    pub tests: Option<TestResult>,
+    pub tests: Option<Box<TestResult>>,
 }
 
 impl ToolOutcome {
@@ -112,7 +112,12 @@ impl Registry {
     }
 
     /// Runs one call. Anything the model sent wrong comes back as an is_error outcome.
-    pub fn call(&self, name: &str, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
+    pub fn call(
+        &self,
+        name: &str,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<ToolOutcome, ToolFatal> {
         match self.find(name) {
             Some(tool) => tool.run(input, ctx),
             None => {

@@ -11,7 +11,8 @@ impl Tool for RunTests {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "run_tests",
-            description: "Run the repository's tests (with the test files as in the base commit) and \
+            description:
+                "Run the repository's tests (with the test files as in the base commit) and \
                 get pass or fail, counts where known, the failing tests and the output's tail.",
             input_schema: json!({"type": "object", "properties": {}}),
         }
@@ -24,7 +25,7 @@ impl Tool for RunTests {
     fn run(&self, _input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
         let result = ctx.verifier.run()?;
         Ok(ToolOutcome {
-            tests: Some(result.clone()),
+            tests: Some(Box::new(result.clone())),
             ..ToolOutcome::ok(describe_for_model(&result), result.summary())
         })
     }

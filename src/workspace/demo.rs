@@ -40,7 +40,10 @@ pub fn create_calc_repo(dir: &Path) -> Result<Oid, git2::Error> {
     };
     write("calc.py", CALC)?;
     write("test_calc.py", TEST_CALC)?;
-    write("README.md", "# calc\n\nA tiny calculator, used by `agent-git demo`.\n")?;
+    write(
+        "README.md",
+        "# calc\n\nA tiny calculator, used by `agent-git demo`.\n",
+    )?;
     let mut index = repo.index()?;
     for name in ["README.md", "calc.py", "test_calc.py"] {
         index.add_path(Path::new(name))?;
@@ -48,7 +51,14 @@ pub fn create_calc_repo(dir: &Path) -> Result<Oid, git2::Error> {
     index.write()?;
     let tree = repo.find_tree(index.write_tree()?)?;
     let sig = Signature::now("agent-git demo", "demo@agent-git.invalid")?;
-    repo.commit(Some("HEAD"), &sig, &sig, "calc: add and multiply, with tests", &tree, &[])
+    repo.commit(
+        Some("HEAD"),
+        &sig,
+        &sig,
+        "calc: add and multiply, with tests",
+        &tree,
+        &[],
+    )
 }
 
 /// `git log --stat base..branch`, newest first.
@@ -68,7 +78,10 @@ pub fn branch_log(dir: &Path, base: Oid, branch: &str) -> Result<String, git2::E
             author.name().unwrap_or(""),
             author.email().unwrap_or("")
         );
-        for line in String::from_utf8_lossy(commit.message_bytes()).trim_end().lines() {
+        for line in String::from_utf8_lossy(commit.message_bytes())
+            .trim_end()
+            .lines()
+        {
             let _ = writeln!(out, "    {line}");
         }
         let parent_tree = commit.parent(0).ok().map(|p| p.tree()).transpose()?;

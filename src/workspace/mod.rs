@@ -5,11 +5,17 @@
 pub mod demo;
 mod setup;
 
-pub use setup::{check_branch_free, open_user_repo, read_blob, resolve_base, tree_files, BaseInfo, SetupError};
+pub use setup::{
+    check_branch_free, open_user_repo, read_blob, resolve_base, tree_files, BaseInfo, SetupError,
+};
 
 use crate::guard::Protection;
 use git2::build::CheckoutBuilder;
-use git2::{DiffOptions, IndexAddOption, Oid, Repository, ResetType, Signature, WorktreePruneOptions};
+use git2::{
+    DiffOptions, IndexAddOption, Oid, Repository, ResetType, Signature, StatusOptions,
+    WorktreePruneOptions,
+};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 pub const AGENT_NAME: &str = "agent-git";
@@ -119,15 +125,53 @@ impl Workspace {
     pub fn discard_changes(&self) -> Result<(), WorkspaceError> {
         let head = self.repo.head()?.peel_to_commit()?;
         let mut checkout = CheckoutBuilder::new();
-        checkout.force().remove_untracked(true);
+        checkout.force();
         self.repo
             .reset(head.as_object(), ResetType::Hard, Some(&mut checkout))?;
+        self.remove_untracked()
+    }
+
+    /// Deletes files git does not track and does not ignore, and the folders they leave empty.
+    /// (libgit2's reset does not do this even when asked to.)
+    fn remove_untracked(&self) -> Result<(), WorkspaceError> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false);
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        let mut dirs = Vec::new();
+        for entry in statuses.iter().filter(|e| e.status().is_wt_new()) {
+            let path = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
+            let full = self.worktree_path.join(path);
+            if let Err(e) = std::fs::remove_file(&full) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    let message =
+                        format!("cannot remove the untracked file {}: {e}", path.display());
+                    return Err(git2::Error::from_str(&message).into());
+                }
+            }
+            dirs.extend(
+                full.ancestors()
+                    .skip(1)
+                    .take_while(|d| *d != self.worktree_path)
+                    .map(Path::to_path_buf),
+            );
+        }
+        // Deepest first; a folder that still holds anything (ignored files) stays.
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        dirs.dedup();
+        for dir in dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
         Ok(())
     }
 
     /// Makes every protected path exactly as in the base commit: changed or deleted ones are
     /// checked out again, new ones are removed. Run before every verification.
-    pub fn restore_protected(&self, protection: &Protection) -> Result<Vec<String>, WorkspaceError> {
+    pub fn restore_protected(
+        &self,
+        protection: &Protection,
+    ) -> Result<Vec<String>, WorkspaceError> {
         let base_tree = self.repo.find_commit(self.base)?.tree()?;
         let mut opts = DiffOptions::new();
         opts.include_untracked(true).recurse_untracked_dirs(true);

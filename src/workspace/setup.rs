@@ -150,13 +150,20 @@ mod tests {
         let protection = Protection::new(&[]).unwrap();
         assert!(ws.path().join("calc.py").exists());
 
-        std::fs::write(ws.path().join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+        std::fs::write(
+            ws.path().join("calc.py"),
+            "def add(a, b):\n    return a + b\n",
+        )
+        .unwrap();
         let CommitOutcome::Committed(oid) = ws.commit_changes("fix", "why", &protection).unwrap()
         else {
             panic!("expected a commit");
         };
         assert_eq!(ws.head().unwrap(), oid);
-        assert_eq!(ws.commit_changes("again", "", &protection).unwrap(), CommitOutcome::NoChange);
+        assert_eq!(
+            ws.commit_changes("again", "", &protection).unwrap(),
+            CommitOutcome::NoChange
+        );
 
         std::fs::write(ws.path().join("tests/test_calc.py"), "").unwrap();
         std::fs::write(ws.path().join("new.py"), "x = 1\n").unwrap();
@@ -169,7 +176,10 @@ mod tests {
             std::fs::read_to_string(ws.path().join("tests/test_calc.py")).unwrap(),
             "assert True\n"
         );
-        assert!(!ws.path().join("new.py").exists(), "a refused change is rolled back whole");
+        assert!(
+            !ws.path().join("new.py").exists(),
+            "a refused change is rolled back whole"
+        );
 
         let stats = ws.diffstat().unwrap();
         assert_eq!(

@@ -1,0 +1,232 @@
+//! A test environment that isolates the real binary and real git from the machine: its own
+//! HOME, no global or system git config, fixed identities and dates, no inherited variables.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const CALC: &str =
+    "def add(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n";
+pub const CALC_FIXED: &str =
+    "def add(a, b):\n    return a + b\n\n\ndef multiply(a, b):\n    return a * b\n";
+pub const TEST_CALC: &str = "from calc import add, multiply\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_multiply():\n    assert multiply(4, 5) == 20\n";
+
+pub struct TestEnv {
+    root: tempfile::TempDir,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("home")).unwrap();
+        TestEnv { root }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn isolate(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.path().join("home"))
+            .env("XDG_CONFIG_HOME", self.path().join("home/.config"))
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test User")
+            .env("GIT_AUTHOR_EMAIL", "user@example.com")
+            .env("GIT_COMMITTER_NAME", "Test User")
+            .env("GIT_COMMITTER_EMAIL", "user@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("LANG", "C.UTF-8")
+            .env("NPM_CONFIG_UPDATE_NOTIFIER", "false");
+    }
+
+    /// Runs real git in `dir`; panics on failure and returns stdout.
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let mut cmd = Command::new("git");
+        self.isolate(&mut cmd);
+        let out = cmd.args(args).current_dir(dir).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// A repository with `files`, committed once on `main`.
+    pub fn repo(&self, name: &str, files: &[(&str, &str)]) -> PathBuf {
+        let dir = self.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.git(&dir, &["init", "-q", "-b", "main"]);
+        self.git(&dir, &["config", "user.name", "Test User"]);
+        self.git(&dir, &["config", "user.email", "user@example.com"]);
+        for (path, text) in files {
+            let full = dir.join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        }
+        self.git(&dir, &["add", "-A"]);
+        self.git(&dir, &["commit", "-q", "-m", "initial"]);
+        dir
+    }
+
+    /// The calculator whose add() subtracts: test_add fails, test_multiply passes.
+    pub fn calc_repo(&self) -> PathBuf {
+        self.repo("calc", &[("calc.py", CALC), ("test_calc.py", TEST_CALC)])
+    }
+
+    pub fn script(&self, name: &str, replies: Value) -> PathBuf {
+        let path = self.path().join(name);
+        std::fs::write(&path, serde_json::to_string_pretty(&replies).unwrap()).unwrap();
+        path
+    }
+
+    /// Runs the real agent-git binary in `dir`.
+    pub fn agent(&self, dir: &Path, args: &[&str]) -> Output {
+        self.agent_cmd(dir, args).output().unwrap()
+    }
+
+    pub fn agent_cmd(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-git"));
+        self.isolate(&mut cmd);
+        cmd.args(args).current_dir(dir);
+        cmd
+    }
+
+    /// `agent-git fix TASK --model script:SCRIPT --branch BRANCH [extra]`.
+    pub fn fix(&self, dir: &Path, script: &Path, branch: &str, extra: &[&str]) -> Output {
+        let model = format!("script:{}", script.display());
+        let mut args = vec![
+            "fix",
+            "Fix the adder",
+            "--model",
+            &model,
+            "--branch",
+            branch,
+        ];
+        args.extend_from_slice(extra);
+        self.agent(dir, &args)
+    }
+
+    /// The full message of a commit.
+    pub fn message(&self, dir: &Path, rev: &str) -> String {
+        self.git(dir, &["log", "-1", "--format=%B", rev])
+    }
+
+    /// A trailer of a commit, as git itself parses it.
+    pub fn trailer(&self, dir: &Path, rev: &str, key: &str) -> String {
+        let format = format!("--format=%(trailers:key={key},valueonly)");
+        self.git(dir, &["log", "-1", &format, rev])
+            .trim()
+            .to_string()
+    }
+
+    pub fn show(&self, dir: &Path, rev_path: &str) -> String {
+        self.git(dir, &["show", rev_path])
+    }
+
+    /// Subjects of the commits on `branch` since `main`, oldest first.
+    pub fn subjects(&self, dir: &Path, branch: &str) -> Vec<String> {
+        let range = format!("main..{branch}");
+        self.git(dir, &["log", "--reverse", "--format=%s", &range])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+pub fn tool(id: &str, name: &str, input: Value) -> Value {
+    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+}
+
+/// A reply that calls tools, with a line of text (the commit body of any edit).
+pub fn calls(text: &str, tools: Vec<Value>) -> Value {
+    let mut content = vec![json!({"type": "text", "text": text})];
+    content.extend(tools);
+    json!({"stop_reason": "tool_use", "content": content})
+}
+
+pub fn end_turn(text: &str) -> Value {
+    json!({"stop_reason": "end_turn", "content": [{"type": "text", "text": text}]})
+}
+
+pub fn fix_add() -> Value {
+    tool(
+        "fix",
+        "edit_file",
+        json!({"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}),
+    )
+}
+
+/// Everything about a user's repository that a run must leave alone: HEAD, the index file,
+/// every ref outside the agent's branches, the stash, and every file of the working tree.
+#[derive(Debug, PartialEq, Eq)]
+pub struct UserState {
+    head: String,
+    symbolic_head: String,
+    index: Vec<u8>,
+    refs: String,
+    stash: String,
+    files: BTreeMap<PathBuf, Vec<u8>>,
+    hooks: BTreeMap<PathBuf, Vec<u8>>,
+}
+
+impl UserState {
+    pub fn capture(env: &TestEnv, dir: &Path) -> Self {
+        let refs = env
+            .git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
+            .lines()
+            .filter(|l| !l.starts_with("refs/heads/agent/"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        UserState {
+            head: env.git(dir, &["rev-parse", "HEAD"]),
+            symbolic_head: env.git(dir, &["symbolic-ref", "HEAD"]),
+            index: std::fs::read(dir.join(".git/index")).unwrap_or_default(),
+            refs,
+            stash: env.git(dir, &["stash", "list"]),
+            files: read_tree(dir, dir, true),
+            hooks: read_tree(&dir.join(".git/hooks"), &dir.join(".git/hooks"), false),
+        }
+    }
+}
+
+fn read_tree(root: &Path, dir: &Path, skip_git: bool) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for entry in entries {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        if skip_git && entry.file_name() == ".git" {
+            continue;
+        }
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            files.extend(read_tree(root, &path, skip_git));
+        } else {
+            let rel = path.strip_prefix(root).unwrap().to_path_buf();
+            files.insert(rel, std::fs::read(&path).unwrap_or_default());
+        }
+    }
+    files
+}

@@ -1,0 +1,533 @@
+//! The fix loop end to end: the real binary, real repositories, scripted models.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+#[test]
+fn fixes_the_calc_example_on_its_own_branch() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script(
+        "r.json",
+        json!([
+            calls(
+                "Look at the code.",
+                vec![tool("r", "read_file", json!({"path": "calc.py"}))]
+            ),
+            calls("add() subtracts; make it add.", vec![fix_add()]),
+            end_turn("Fixed add()."),
+        ]),
+    );
+    let out = env.fix(&repo, &script, "agent/calc", &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    assert_eq!(
+        env.subjects(&repo, "agent/calc"),
+        vec![
+            "agent-git: edit calc.py",
+            "agent-git: tests pass: Fix the adder"
+        ]
+    );
+    assert_eq!(env.show(&repo, "agent/calc:calc.py"), CALC_FIXED);
+    let edit = env.message(&repo, "agent/calc~1");
+    assert!(edit.contains("add() subtracts; make it add."), "{edit}");
+    let run_id = env.trailer(&repo, "agent/calc~1", "Agent-Run");
+    assert_eq!(run_id.len(), 8);
+    let author = env.git(
+        &repo,
+        &["log", "-1", "--format=%an <%ae> / %cn", "agent/calc~1"],
+    );
+    assert_eq!(author.trim(), "agent-git <agent-git@localhost> / Test User");
+
+    // The report is an empty commit whose trailers git itself can read.
+    let diff = env.git(&repo, &["diff", "--stat", "agent/calc~1", "agent/calc"]);
+    assert_eq!(diff, "");
+    assert_eq!(env.trailer(&repo, "agent/calc", "Agent-Run"), run_id);
+    assert_eq!(env.trailer(&repo, "agent/calc", "Agent-Outcome"), "passed");
+    assert_eq!(
+        env.trailer(&repo, "agent/calc", "Agent-Tests"),
+        "2 passed, 0 failed"
+    );
+    assert_eq!(env.trailer(&repo, "agent/calc", "Agent-Turns"), "3");
+    let report = env.message(&repo, "agent/calc");
+    assert!(report.contains("[2] edit calc.py -> commit "), "{report}");
+    assert!(report.contains("calc.py +1 -1"), "{report}");
+    assert!(report.contains("git merge agent/calc"), "{report}");
+    assert_eq!(
+        stdout(&out).trim(),
+        report.trim(),
+        "stdout carries the same report"
+    );
+    assert!(
+        stderr(&out).contains("turn 2: edit calc.py -> commit"),
+        "progress goes to stderr"
+    );
+
+    // The work tree is gone, the branch stays, the user's main is as it was.
+    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(std::fs::read_to_string(repo.join("calc.py")).unwrap(), CALC);
+}
+
+#[test]
+fn a_wrong_edit_is_rejected_by_the_tests_then_the_right_one_passes() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let wrong = tool(
+        "w",
+        "edit_file",
+        json!({"path": "calc.py", "old_text": "return a - b", "new_text": "return b - a"}),
+    );
+    let right = tool(
+        "r",
+        "edit_file",
+        json!({"path": "calc.py", "old_text": "return b - a", "new_text": "return a + b"}),
+    );
+    let script = env.script(
+        "r.json",
+        json!([
+            calls("Swap the operands.", vec![wrong]),
+            end_turn("Done."),
+            calls("It must add.", vec![right]),
+            end_turn("Done now."),
+        ]),
+    );
+    let transcript = env.path().join("transcript.json");
+    let out = env.fix(
+        &repo,
+        &script,
+        "agent/two",
+        &["--transcript", transcript.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        env.subjects(&repo, "agent/two"),
+        vec![
+            "agent-git: edit calc.py",
+            "agent-git: edit calc.py",
+            "agent-git: tests pass: Fix the adder"
+        ]
+    );
+    let report = env.message(&repo, "agent/two");
+    assert!(
+        report.contains("[2] end of turn: tests -> 1 passed, 1 failed"),
+        "{report}"
+    );
+    assert!(
+        report.contains("[4] end of turn: tests -> 2 passed, 0 failed"),
+        "{report}"
+    );
+
+    // The transcript holds the whole conversation, the failures fed back included.
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    assert!(t["system"].as_str().unwrap().contains("read-only"));
+    let tools: Vec<&str> = t["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        vec![
+            "list_files",
+            "read_file",
+            "search",
+            "write_file",
+            "edit_file",
+            "delete_file",
+            "run_tests"
+        ]
+    );
+    let messages = t["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 8, "first message, 4 replies, 3 answers");
+    let feedback = messages[4]["content"][0]["text"].as_str().unwrap();
+    assert!(feedback.contains("They still fail"), "{feedback}");
+    assert!(feedback.contains("test_calc.py::test_add"), "{feedback}");
+}
+
+#[test]
+fn ending_the_turn_while_tests_fail_gets_the_failures_back() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script(
+        "r.json",
+        json!([
+            end_turn("All good, I think."),
+            calls("Fine, fixing.", vec![fix_add()]),
+            end_turn("Fixed.")
+        ]),
+    );
+    let transcript = env.path().join("t.json");
+    let out = env.fix(
+        &repo,
+        &script,
+        "agent/claims",
+        &["--transcript", transcript.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    let first = t["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(first.starts_with("Task: Fix the adder"), "{first}");
+    assert!(
+        first.contains("1 passed, 1 failed"),
+        "the first message carries the test result: {first}"
+    );
+    let feedback = t["messages"][2]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        feedback.contains("- test_calc.py::test_add: AssertionError"),
+        "{feedback}"
+    );
+    assert_eq!(env.trailer(&repo, "agent/claims", "Agent-Turns"), "3");
+}
+
+#[test]
+fn the_turn_budget_ends_the_run_with_an_honest_report() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let look = || calls("Looking.", vec![tool("l", "list_files", json!({}))]);
+    let script = env.script("r.json", json!([look(), look(), look(), look()]));
+    let out = env.fix(&repo, &script, "agent/budget", &["--max-turns", "2"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(
+        env.subjects(&repo, "agent/budget"),
+        vec!["agent-git: tests still fail after 2 turns: Fix the adder"]
+    );
+    let report = env.message(&repo, "agent/budget");
+    assert!(
+        report.contains("Outcome: turn-limit (the turn budget of 2 was spent)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Still failing:\n  test_calc.py::test_add: AssertionError"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Files changed since base:\n  none"),
+        "{report}"
+    );
+    assert_eq!(
+        env.trailer(&repo, "agent/budget", "Agent-Outcome"),
+        "turn-limit"
+    );
+    assert_eq!(
+        env.trailer(&repo, "agent/budget", "Agent-Tests"),
+        "1 passed, 1 failed"
+    );
+}
+
+#[test]
+fn an_exhausted_script_is_a_model_error_with_a_report() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script(
+        "r.json",
+        json!([calls(
+            "Half a fix.",
+            vec![tool("l", "list_files", json!({}))]
+        )]),
+    );
+    let out = env.fix(&repo, &script, "agent/exhausted", &[]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let report = env.message(&repo, "agent/exhausted");
+    assert!(
+        report.contains("Outcome: model-error (the model failed: script exhausted"),
+        "{report}"
+    );
+    assert_eq!(
+        env.trailer(&repo, "agent/exhausted", "Agent-Outcome"),
+        "model-error"
+    );
+    assert!(stdout(&out).contains("test_calc.py::test_add"));
+}
+
+#[test]
+fn json_output_has_the_documented_shape() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script(
+        "r.json",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+    );
+    let out = env.fix(&repo, &script, "agent/json", &["--json", "--keep-worktree"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let head = env.git(&repo, &["rev-parse", "agent/json"]);
+    let edit = env.git(&repo, &["rev-parse", "agent/json~1"]);
+    let base = env.git(&repo, &["rev-parse", "main"]);
+    assert_eq!(v["branch"], "agent/json");
+    assert_eq!(v["base"], base.trim());
+    assert_eq!(v["outcome"], "passed");
+    assert_eq!(v["turns"], 2);
+    assert_eq!(
+        v["tests"],
+        json!({"passed": true, "summary": "2 passed, 0 failed", "failing": []})
+    );
+    assert_eq!(v["commits"], json!([edit.trim()]));
+    assert_eq!(v["report_commit"], head.trim());
+    assert_eq!(v["run_id"].as_str().unwrap().len(), 8);
+    let worktree = std::path::PathBuf::from(v["worktree"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("calc.py")).unwrap(),
+        CALC_FIXED
+    );
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "base",
+            "branch",
+            "commits",
+            "outcome",
+            "report_commit",
+            "run_id",
+            "tests",
+            "turns",
+            "worktree"
+        ]
+    );
+}
+
+#[test]
+fn bad_tool_calls_are_errors_for_the_model_and_the_run_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let outside = env.path().join("outside.txt");
+    let script = env.script(
+        "r.json",
+        json!([
+            calls(
+                "Try things.",
+                vec![
+                    tool("a", "launch_rockets", json!({})),
+                    tool("b", "read_file", json!({})),
+                    tool("c", "read_file", json!({"path": 42})),
+                    tool(
+                        "d",
+                        "write_file",
+                        json!({"path": "../outside.txt", "content": "x"})
+                    ),
+                    tool(
+                        "e",
+                        "write_file",
+                        json!({"path": ".git/hooks/pre-commit", "content": "x"})
+                    ),
+                    tool("f", "read_file", json!({"path": outside.to_str().unwrap()})),
+                    tool(
+                        "g",
+                        "edit_file",
+                        json!({"path": "calc.py", "old_text": "return a-b", "new_text": "x"})
+                    ),
+                    tool("h", "search", json!({"pattern": "("})),
+                ]
+            ),
+            calls("Now properly.", vec![fix_add()]),
+            end_turn("Done."),
+        ]),
+    );
+    let transcript = env.path().join("t.json");
+    let out = env.fix(
+        &repo,
+        &script,
+        "agent/bad",
+        &["--transcript", transcript.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!outside.exists());
+    assert!(!repo.join(".git/hooks/pre-commit").exists());
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    let results = t["messages"][2]["content"].as_array().unwrap();
+    assert_eq!(results.len(), 8, "one tool_result per tool_use, in order");
+    let expect = [
+        ("a", "unknown tool `launch_rockets`"),
+        ("b", "invalid input for read_file: missing field `path`"),
+        ("c", "invalid input for read_file: invalid type"),
+        ("d", "refused: ../outside.txt leads outside the repository"),
+        ("e", "refused: .git/hooks/pre-commit is inside .git"),
+        ("f", "is absolute"),
+        ("g", "old_text was not found in calc.py"),
+        ("h", "invalid regular expression"),
+    ];
+    for (result, (id, text)) in results.iter().zip(expect) {
+        assert_eq!(result["type"], "tool_result");
+        assert_eq!(result["tool_use_id"], id);
+        assert_eq!(result["is_error"], true, "{result}");
+        assert!(
+            result["content"].as_str().unwrap().contains(text),
+            "{id}: {result}"
+        );
+    }
+    assert_eq!(
+        env.subjects(&repo, "agent/bad"),
+        vec![
+            "agent-git: edit calc.py",
+            "agent-git: tests pass: Fix the adder"
+        ]
+    );
+}
+
+#[test]
+fn the_users_dirty_checkout_is_untouched() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    env.git(&repo, &["checkout", "-q", "-b", "feature"]);
+    std::fs::write(repo.join("calc.py"), "# work in progress\n").unwrap();
+    std::fs::write(repo.join("notes.txt"), "untracked\n").unwrap();
+    std::fs::write(repo.join("staged.py"), "x = 1\n").unwrap();
+    env.git(&repo, &["add", "staged.py"]);
+    std::fs::write(repo.join("stashed.py"), "y = 2\n").unwrap();
+    env.git(&repo, &["stash", "push", "-q", "-u", "--", "stashed.py"]);
+    let before = UserState::capture(&env, &repo);
+
+    // The base is main's commit: the run works there, not in the user's changes.
+    let script = env.script(
+        "r.json",
+        json!([
+            calls(
+                "Fix.",
+                vec![
+                    fix_add(),
+                    tool(
+                        "w",
+                        "write_file",
+                        json!({"path": "notes.txt", "content": "agent"})
+                    )
+                ]
+            ),
+            end_turn("Done.")
+        ]),
+    );
+    let out = env.fix(&repo, &script, "agent/dirty", &["--base", "main"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(UserState::capture(&env, &repo), before);
+    assert_eq!(env.show(&repo, "agent/dirty:notes.txt"), "agent");
+}
+
+#[test]
+fn two_runs_at_once_on_one_repository_both_succeed() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script(
+        "r.json",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+    );
+    let model = format!("script:{}", script.display());
+    let spawn = |branch: &str| {
+        env.agent_cmd(&repo, &["fix", "--model", &model, "--branch", branch])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("agent/one"), spawn("agent/two"));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert_eq!(code(&a), 0, "{}", stderr(&a));
+    assert_eq!(code(&b), 0, "{}", stderr(&b));
+    for branch in ["agent/one", "agent/two"] {
+        assert_eq!(env.show(&repo, &format!("{branch}:calc.py")), CALC_FIXED);
+        assert_eq!(env.trailer(&repo, branch, "Agent-Outcome"), "passed");
+    }
+    assert_ne!(
+        env.trailer(&repo, "agent/one", "Agent-Run"),
+        env.trailer(&repo, "agent/two", "Agent-Run")
+    );
+    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+}
+
+#[test]
+fn the_default_branch_name_comes_from_the_task_and_run_id() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script(
+        "r.json",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+    );
+    let model = format!("script:{}", script.display());
+    let out = env.agent(&repo, &["fix", "--model", &model, "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let expected = format!(
+        "agent/make-the-failing-tests-pass-{}",
+        v["run_id"].as_str().unwrap()
+    );
+    assert_eq!(v["branch"], expected.as_str());
+    assert!(env
+        .git(&repo, &["branch", "--list", &expected])
+        .contains(&expected));
+}
+
+#[test]
+fn the_demo_runs_the_real_flow_without_a_key_or_network() {
+    let env = TestEnv::new();
+    let out = env.agent(env.path(), &["demo"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("agent-git: tests pass: "), "{text}");
+    assert!(text.contains("edit calc.py -> commit"), "{text}");
+    assert!(
+        text.contains("end of turn: tests -> 1 passed, 2 failed"),
+        "the wrong edit is rejected: {text}"
+    );
+    assert!(
+        text.contains("edit test_calc.py -> refused: protected"),
+        "{text}"
+    );
+    assert!(text.contains("=== git log --stat"), "{text}");
+    assert!(text.contains(" calc.py | 2 +-"), "{text}");
+}
+
+#[test]
+fn ctrl_c_ends_the_run_with_a_report_and_leaves_the_checkout_alone() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    std::fs::write(repo.join("calc.py"), "# uncommitted work\n").unwrap();
+    let before = UserState::capture(&env, &repo);
+    let marker = env.path().join("still-running");
+    let test_cmd = format!("sleep 2; touch '{}'", marker.display());
+    let script = env.script("r.json", json!([end_turn("Done.")]));
+    let model = format!("script:{}", script.display());
+    let mut child = env
+        .agent_cmd(
+            &repo,
+            &[
+                "fix",
+                "--model",
+                &model,
+                "--branch",
+                "agent/int",
+                "--test-cmd",
+                &test_cmd,
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("on branch agent/int"), "{first}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: sends SIGINT to the child this test spawned.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 130);
+    assert_eq!(
+        env.trailer(&repo, "agent/int", "Agent-Outcome"),
+        "interrupted"
+    );
+    let report = env.message(&repo, "agent/int");
+    assert!(
+        report.contains("Outcome: interrupted (interrupted by the user)"),
+        "{report}"
+    );
+    assert!(report.contains("touch"), "{report}");
+    assert_eq!(UserState::capture(&env, &repo), before);
+    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    // Had the test command survived, it would have touched the marker by now.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    assert!(!marker.exists(), "the test command was killed with the run");
+}

@@ -1,0 +1,243 @@
+//! Usage and setup errors exit 2 before any branch exists; settings come from the documented
+//! sources in the documented order.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+fn assert_setup_error(env: &TestEnv, repo: &std::path::Path, args: &[&str], message: &str) {
+    let before = repo
+        .join(".git")
+        .exists()
+        .then(|| UserState::capture(env, repo));
+    let out = env.agent(repo, args);
+    assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out));
+    assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    if let Some(before) = before {
+        assert_eq!(UserState::capture(env, repo), before);
+        assert_eq!(
+            env.git(repo, &["branch", "--list", "agent/*"]),
+            "",
+            "no branch was created"
+        );
+        assert!(
+            !repo.join(".git/agent-git").exists()
+                || std::fs::read_dir(repo.join(".git/agent-git"))
+                    .unwrap()
+                    .count()
+                    == 0
+        );
+    }
+}
+
+#[test]
+fn setup_errors_exit_2_and_create_nothing() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script("r.json", json!([end_turn("Done.")]));
+    let model = format!("script:{}", script.display());
+    let m = model.as_str();
+
+    let plain = env.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    assert_setup_error(
+        &env,
+        &plain,
+        &["fix", "--model", m],
+        "is not inside a git repository",
+    );
+
+    let empty = env.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    env.git(&empty, &["init", "-q"]);
+    let out = env.agent(&empty, &["fix", "--model", m]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("has no commits yet"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        env.git(&empty, &["for-each-ref"]),
+        "",
+        "no branch was created"
+    );
+
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", m, "--base", "nope"],
+        "unknown base revision `nope`",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix"],
+        "no model given; pass --model script:PATH",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", "gpt"],
+        "is not a model spec",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", "magic:x"],
+        "unknown model provider `magic`",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", "script:/nonexistent.json"],
+        "cannot read the script",
+    );
+    let bad = env.path().join("bad.json");
+    std::fs::write(&bad, r#"[{"stop_reason": "sleep", "content": []}]"#).unwrap();
+    let bad_model = format!("script:{}", bad.display());
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", &bad_model],
+        "is not a JSON array of replies",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", m, "--branch", "main"],
+        "branch `main` already exists",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", m, "--branch", "a..b"],
+        "is not a valid branch name",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", m, "--max-turns", "0"],
+        "--max-turns",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", m, "--protect", "src/{a"],
+        "bad protected pattern",
+    );
+
+    let docs = env.repo("docs", &[("README.md", "# hi\n")]);
+    assert_setup_error(
+        &env,
+        &docs,
+        &["fix", "--model", m],
+        "cannot tell how to run this repository's tests",
+    );
+}
+
+#[test]
+fn settings_come_from_flags_then_env_then_git_config_then_agentgit() {
+    let env = TestEnv::new();
+    let unittest_calc = "import unittest\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n";
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", unittest_calc),
+            (".agentgit", "[agent-git]\n\ttestCmd = python3 -m unittest -v\n\tmaxTurns = 1\n\tmodel = script:/team/does-not-exist.json\n"),
+        ],
+    );
+    let from_config = env.script("config.json", json!([end_turn("config model")]));
+    let from_env = env.script("env.json", json!([end_turn("env model")]));
+    env.git(
+        &repo,
+        &[
+            "config",
+            "agent-git.model",
+            &format!("script:{}", from_config.display()),
+        ],
+    );
+
+    // git config beats .agentgit for the model; .agentgit supplies the test command and budget.
+    let out = env.agent(&repo, &["fix", "--branch", "agent/a"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let report = env.message(&repo, "agent/a");
+    assert!(
+        report.contains(&format!("Model: script:{}", from_config.display())),
+        "{report}"
+    );
+    assert!(
+        report.contains("Tests (python3 -m unittest -v): 0 passed, 1 failed"),
+        "{report}"
+    );
+    assert!(
+        report.contains("test_calc.TestCalc.test_add: AssertionError: -1 != 5"),
+        "{report}"
+    );
+    assert!(report.contains("Turns: 1 of 1"), "{report}");
+
+    // The environment beats git config; a flag beats the environment.
+    let out = env
+        .agent_cmd(&repo, &["fix", "--branch", "agent/b"])
+        .env("AGENT_GIT_MODEL", format!("script:{}", from_env.display()))
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(env.message(&repo, "agent/b").contains("env.json"));
+    let out = env
+        .agent_cmd(
+            &repo,
+            &[
+                "fix",
+                "--branch",
+                "agent/c",
+                "--max-turns",
+                "3",
+                "--model",
+                &format!("script:{}", from_config.display()),
+            ],
+        )
+        .env("AGENT_GIT_MODEL", format!("script:{}", from_env.display()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&out),
+        3,
+        "one reply, three turns allowed: {}",
+        stderr(&out)
+    );
+    assert!(env.message(&repo, "agent/c").contains("config.json"));
+}
+
+#[test]
+fn a_test_command_that_hangs_is_killed_at_its_timeout() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script("r.json", json!([end_turn("Done.")]));
+    let started = std::time::Instant::now();
+    let out = env.fix(
+        &repo,
+        &script,
+        "agent/slow",
+        &[
+            "--test-cmd",
+            "sleep 60",
+            "--test-timeout",
+            "1",
+            "--max-turns",
+            "1",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let report = env.message(&repo, "agent/slow");
+    assert!(
+        report.contains("Tests (sleep 60): timed out after 1 s"),
+        "{report}"
+    );
+    assert_eq!(env.trailer(&repo, "agent/slow", "Agent-Tests"), "failed");
+}
