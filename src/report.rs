@@ -172,6 +172,7 @@ mod tests {
     fn failing_tests() -> TestResult {
         TestResult {
             command: "python3 -m pytest -q".into(),
+            ran: true,
             passed: false,
             exit_code: Some(1),
             timed_out_after: None,

@@ -124,21 +124,27 @@ fn run_in(
         interrupt,
         progress,
     };
-    let result = runtime
-        .block_on(agent.run(&plan.task, &tools))
-        .map_err(|e| harness(&e))?;
+    let result = runtime.block_on(agent.run(&plan.task, &tools));
     if let Some(path) = &plan.transcript {
-        let transcript =
-            json!({"system": plan.system, "tools": tools, "messages": result.messages});
-        let text = serde_json::to_string_pretty(&transcript).map_err(|e| harness(&e))?;
-        std::fs::write(path, text).map_err(|e| {
-            harness(&format!(
+        // A transcript that cannot be written must not cost the user the report.
+        if let Err(e) = write_transcript(path, &plan.system, &tools, &result) {
+            progress(&format!(
                 "cannot write the transcript {}: {e}",
                 path.display()
-            ))
-        })?;
+            ));
+        }
     }
     Ok(result)
+}
+
+fn write_transcript(
+    path: &std::path::Path,
+    system: &str,
+    tools: &[crate::model::ToolSpec],
+    result: &RunResult,
+) -> std::io::Result<()> {
+    let transcript = json!({"system": system, "tools": tools, "messages": result.messages});
+    std::fs::write(path, serde_json::to_string_pretty(&transcript)?)
 }
 
 fn write_report(

@@ -531,3 +531,54 @@ fn ctrl_c_ends_the_run_with_a_report_and_leaves_the_checkout_alone() {
     std::thread::sleep(std::time::Duration::from_millis(2500));
     assert!(!marker.exists(), "the test command was killed with the run");
 }
+
+#[test]
+fn a_cut_off_reply_is_continued_and_ignored_paths_are_not_written() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            (".gitignore", "build/\n"),
+        ],
+    );
+    let script = env.script(
+        "r.json",
+        json!([
+            {"stop_reason": "max_tokens", "content": [{"type": "text", "text": "Let me think about this at len"}]},
+            calls("Stash a copy.", vec![tool("b", "write_file", json!({"path": "build/calc.py", "content": "x"}))]),
+            calls("Fix.", vec![fix_add()]),
+            end_turn("Done."),
+        ]),
+    );
+    let transcript = env.path().join("t.json");
+    let out = env.fix(
+        &repo,
+        &script,
+        "agent/cut",
+        &["--transcript", transcript.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    let nudge = t["messages"][2]["content"][0]["text"].as_str().unwrap();
+    assert!(nudge.contains("cut off at the token limit"), "{nudge}");
+    let ignored = &t["messages"][4]["content"][0];
+    assert_eq!(ignored["is_error"], true);
+    assert!(
+        ignored["content"]
+            .as_str()
+            .unwrap()
+            .contains("git ignores build/calc.py"),
+        "{ignored}"
+    );
+    let report = env.message(&repo, "agent/cut");
+    assert!(
+        report.contains("[1] reply cut off (max_tokens) -> asked to continue"),
+        "{report}"
+    );
+    assert!(
+        report.contains("write build/calc.py -> refused: ignored by git"),
+        "{report}"
+    );
+}

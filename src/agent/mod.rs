@@ -94,10 +94,22 @@ struct Loop {
 }
 
 impl Agent<'_> {
-    /// Runs the whole conversation. Only a failure to run the tests at all before the first
-    /// turn is an `Err`: there is then nothing honest to report about the tests.
-    pub async fn run(mut self, task: &str, tools: &[ToolSpec]) -> Result<RunResult, ToolFatal> {
-        let initial = self.verifier.run()?;
+    /// Runs the whole conversation; every way it can end is an outcome the report states.
+    pub async fn run(mut self, task: &str, tools: &[ToolSpec]) -> RunResult {
+        let initial = match self.verifier.run() {
+            Ok(tests) => tests,
+            Err(e) => {
+                let why = e.to_string();
+                return RunResult {
+                    outcome: Outcome::HarnessError(why.clone()),
+                    turns: 0,
+                    actions: Vec::new(),
+                    commits: Vec::new(),
+                    tests: TestResult::not_run(&self.verifier.plan.label, &why),
+                    messages: Vec::new(),
+                };
+            }
+        };
         (self.progress)(&format!("tests before any change: {}", initial.summary()));
         let first = format!(
             "Task: {task}\n\nBefore any change, the harness ran the tests.\n{}",
@@ -113,14 +125,14 @@ impl Agent<'_> {
         };
         let outcome = self.converse(&mut state, tools).await;
         let outcome = self.final_check(&mut state, outcome);
-        Ok(RunResult {
+        RunResult {
             outcome,
             turns: state.turns,
             actions: state.actions,
             commits: state.commits,
             tests: state.tests,
             messages: state.messages,
-        })
+        }
     }
 
     async fn converse(&mut self, state: &mut Loop, tools: &[ToolSpec]) -> Outcome {

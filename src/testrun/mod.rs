@@ -71,6 +71,8 @@ impl TestPlan {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TestResult {
     pub command: String,
+    /// False when the command could not be run at all (the harness failed, not the code).
+    pub ran: bool,
     pub passed: bool,
     pub exit_code: Option<i32>,
     /// Set when the run was killed at its time limit.
@@ -87,6 +89,7 @@ impl TestResult {
         let parsed = parse_output(&raw.output);
         TestResult {
             command: label.to_string(),
+            ran: true,
             passed: raw.exit_code == Some(0) && !raw.timed_out && !raw.interrupted,
             exit_code: raw.exit_code,
             timed_out_after: raw.timed_out.then_some(timeout.as_secs()),
@@ -97,8 +100,26 @@ impl TestResult {
         }
     }
 
+    /// A result for tests that could not be run; `why` stands in for the output.
+    pub fn not_run(label: &str, why: &str) -> Self {
+        TestResult {
+            command: label.to_string(),
+            ran: false,
+            passed: false,
+            exit_code: None,
+            timed_out_after: None,
+            interrupted: false,
+            counts: None,
+            failing: Vec::new(),
+            tail: why.to_string(),
+        }
+    }
+
     /// One line: `3 passed, 1 failed`, or `passed` / `failed (exit 2)` when counts are unknown.
     pub fn summary(&self) -> String {
+        if !self.ran {
+            return "not run".to_string();
+        }
         if let Some(secs) = self.timed_out_after {
             return format!("timed out after {secs} s");
         }

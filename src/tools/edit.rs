@@ -45,17 +45,33 @@ fn commit(
     Ok(outcome)
 }
 
-fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<(Resolved, String), ToolOutcome> {
-    let resolved = ctx.guard.check_write(path).map_err(refused)?;
+/// The guard's verdict, then what only git knows: a path git ignores cannot be committed, so
+/// a change there would shape the test runs without ever reaching the branch.
+fn resolve_for_write(
+    ctx: &ToolContext,
+    path: &str,
+) -> Result<Result<(Resolved, String), ToolOutcome>, ToolFatal> {
+    let resolved = match ctx.guard.check_write(path) {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(refused(e))),
+    };
+    let shown = display(&resolved.rel);
     if resolved.rel.as_os_str().is_empty() || resolved.real.is_dir() {
-        let shown = display(&resolved.rel);
-        return Err(ToolOutcome::error(
+        return Ok(Err(ToolOutcome::error(
             format!("{shown} is a directory; name a file"),
             "error: a directory",
-        ));
+        )));
     }
-    let shown = display(&resolved.rel);
-    Ok((resolved, shown))
+    if ctx.workspace().is_ignored_untracked(&resolved.rel)? {
+        return Ok(Err(ToolOutcome::error(
+            format!(
+                "refused: git ignores {shown}, so a change to it could not be committed; \
+                 change files that git tracks"
+            ),
+            "refused: ignored by git",
+        )));
+    }
+    Ok(Ok((resolved, shown)))
 }
 
 fn io_error(what: &str, shown: &str, e: std::io::Error) -> ToolOutcome {
@@ -97,7 +113,7 @@ impl Tool for WriteFile {
             Ok(a) => a,
             Err(outcome) => return Ok(outcome),
         };
-        let (resolved, shown) = match resolve_for_write(ctx, &args.path) {
+        let (resolved, shown) = match resolve_for_write(ctx, &args.path)? {
             Ok(r) => r,
             Err(outcome) => return Ok(outcome),
         };
@@ -157,7 +173,7 @@ impl Tool for EditFile {
             Ok(a) => a,
             Err(outcome) => return Ok(outcome),
         };
-        let (resolved, shown) = match resolve_for_write(ctx, &args.path) {
+        let (resolved, shown) = match resolve_for_write(ctx, &args.path)? {
             Ok(r) => r,
             Err(outcome) => return Ok(outcome),
         };
@@ -280,7 +296,7 @@ impl Tool for DeleteFile {
             Ok(a) => a,
             Err(outcome) => return Ok(outcome),
         };
-        let (resolved, shown) = match resolve_for_write(ctx, &args.path) {
+        let (resolved, shown) = match resolve_for_write(ctx, &args.path)? {
             Ok(r) => r,
             Err(outcome) => return Ok(outcome),
         };

@@ -62,6 +62,15 @@ impl Workspace {
         Ok(self.repo.head()?.peel_to_commit()?.id())
     }
 
+    /// Whether git ignores `rel` and does not track it: a change there could never be committed.
+    pub fn is_ignored_untracked(&self, rel: &Path) -> Result<bool, WorkspaceError> {
+        if !self.repo.is_path_ignored(rel)? {
+            return Ok(false);
+        }
+        let tree = self.repo.head()?.peel_to_tree()?;
+        Ok(tree.get_path(rel).is_err())
+    }
+
     /// Commits whatever the work tree now holds (tracked changes and new files that are not
     /// ignored) as one commit, unless it adds, changes, deletes or renames a protected path:
     /// then the whole change is rolled back, whatever produced it.
