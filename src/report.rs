@@ -2,6 +2,7 @@
 //! `--json` object. Pure functions of the run's facts.
 
 use crate::agent::{Action, Outcome};
+use crate::model::Usage;
 use crate::testrun::TestResult;
 use crate::workspace::FileStat;
 use serde_json::{json, Value};
@@ -22,6 +23,12 @@ pub struct Report<'a> {
     pub actions: &'a [Action],
     pub tests: &'a TestResult,
     pub files: &'a [FileStat],
+    pub usage: &'a Usage,
+    /// Dollars; None when no price is known for the model.
+    pub cost: Option<f64>,
+    pub max_cost: Option<f64>,
+    /// What the model adapter wants said (a replay's divergences).
+    pub notes: &'a [String],
 }
 
 impl Report<'_> {
@@ -48,6 +55,14 @@ impl Report<'_> {
         let why = match self.outcome {
             Outcome::Passed => "the tests pass".to_string(),
             Outcome::TurnLimit => format!("the turn budget of {} was spent", self.max_turns),
+            Outcome::CostLimit => match self.max_cost {
+                Some(max) => format!("the cost budget of ${max:.2} was spent"),
+                None => "the cost budget was spent".to_string(),
+            },
+            Outcome::Refused(why) if why.trim().is_empty() => {
+                "the model refused the task".to_string()
+            }
+            Outcome::Refused(why) => format!("the model refused: {}", first_line(why)),
             Outcome::ModelError(e) => format!("the model failed: {e}"),
             Outcome::Interrupted => "interrupted by the user".to_string(),
             Outcome::HarnessError(e) => format!("the harness failed: {e}"),
@@ -63,6 +78,8 @@ impl Report<'_> {
         out.push(format!("Base: {} ({})", self.base, self.base_summary));
         out.push(format!("Outcome: {}", self.outcome_line()));
         out.push(format!("Turns: {} of {}", self.turns, self.max_turns));
+        out.push(format!("Tokens: {}", self.tokens_line()));
+        out.push(format!("Cost: {}", self.cost_text()));
         out.push(String::new());
         out.push("What was tried:".to_string());
         if self.actions.is_empty() {
@@ -97,13 +114,61 @@ impl Report<'_> {
         ));
         out.push(format!("  git diff {}..{}", short(self.base), self.branch));
         out.push(format!("  git merge {}", self.branch));
+        if !self.notes.is_empty() {
+            out.push(String::new());
+            out.push("Notes:".to_string());
+            out.extend(self.notes.iter().map(|n| format!("  {n}")));
+        }
         out.push(String::new());
         out.push(format!("Agent-Run: {}", self.run_id));
         out.push(format!("Agent-Outcome: {}", self.outcome.name()));
         out.push(format!("Agent-Tests: {}", self.tests_trailer()));
         out.push(format!("Agent-Turns: {}", self.turns));
         out.push(format!("Agent-Model: {}", self.model));
+        out.push(format!("Agent-Tokens: {}", self.tokens_trailer()));
+        out.push(format!("Agent-Cost: {}", self.cost_trailer()));
         out.join("\n") + "\n"
+    }
+
+    fn tokens_line(&self) -> String {
+        let u = self.usage;
+        let mut line = format!(
+            "{} input, {} output, {} cache write, {} cache read",
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_creation_input_tokens,
+            u.cache_read_input_tokens
+        );
+        if let Some(share) = u.cache_read_percent() {
+            line.push_str(&format!(" ({share}% of input read from the cache)"));
+        }
+        line
+    }
+
+    fn tokens_trailer(&self) -> String {
+        let u = self.usage;
+        format!(
+            "{} in, {} out, {} cache write, {} cache read",
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_creation_input_tokens,
+            u.cache_read_input_tokens
+        )
+    }
+
+    fn cost_text(&self) -> String {
+        match self.cost {
+            Some(cost) => format!("${cost:.4}"),
+            None => "unknown (no price known for this model; set git config agent-git.price)"
+                .to_string(),
+        }
+    }
+
+    fn cost_trailer(&self) -> String {
+        match self.cost {
+            Some(cost) => format!("{cost:.4} USD"),
+            None => "unknown".to_string(),
+        }
     }
 
     fn tests_section(&self) -> Vec<String> {
@@ -147,8 +212,14 @@ impl Report<'_> {
             "commits": commits,
             "report_commit": report_commit,
             "worktree": worktree,
+            "usage": self.usage,
+            "cost_usd": self.cost,
         })
     }
+}
+
+fn first_line(text: &str) -> &str {
+    text.trim().lines().next().unwrap_or("")
 }
 
 fn short(sha: &str) -> &str {
@@ -223,6 +294,15 @@ mod tests {
             actions: &actions,
             tests: &tests,
             files: &files,
+            usage: &Usage {
+                input_tokens: 1200,
+                output_tokens: 300,
+                cache_creation_input_tokens: 0,
+                cache_read_input_tokens: 3600,
+            },
+            cost: Some(0.0123),
+            max_cost: None,
+            notes: &[],
         };
         let expected = "\
 agent-git: tests still fail after 2 turns: Fix the adder
@@ -232,6 +312,8 @@ Model: script:r.json
 Base: 0123456789abcdef0123456789abcdef01234567 (init)
 Outcome: turn-limit (the turn budget of 2 was spent)
 Turns: 2 of 2
+Tokens: 1200 input, 300 output, 0 cache write, 3600 cache read (75% of input read from the cache)
+Cost: $0.0123
 
 What was tried:
   [1] edit calc.py -> commit 1a2b3c4
@@ -254,6 +336,8 @@ Agent-Outcome: turn-limit
 Agent-Tests: 3 passed, 1 failed
 Agent-Turns: 2
 Agent-Model: script:r.json
+Agent-Tokens: 1200 in, 300 out, 0 cache write, 3600 cache read
+Agent-Cost: 0.0123 USD
 ";
         assert_eq!(report.message(), expected);
         let json = report.json(&["c1".into()], "r1", None);
@@ -268,7 +352,9 @@ Agent-Model: script:r.json
                 "tests": {"passed": false, "summary": "3 passed, 1 failed", "failing": ["test_calc.py::test_add"]},
                 "commits": ["c1"],
                 "report_commit": "r1",
-                "worktree": null
+                "worktree": null,
+                "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3600},
+                "cost_usd": 0.0123
             })
         );
     }

@@ -24,7 +24,7 @@ pub struct RunPlan {
     pub model: Box<dyn Model>,
     pub protection: Protection,
     pub tests: TestPlan,
-    pub max_turns: u32,
+    pub budget: Budget,
     pub system: String,
     pub keep_worktree: bool,
     pub transcript: Option<PathBuf>,
@@ -118,9 +118,7 @@ fn run_in(
         guard: &guard,
         verifier: &verifier,
         system: &plan.system,
-        budget: Budget {
-            max_turns: plan.max_turns,
-        },
+        budget: plan.budget,
         interrupt,
         progress,
     };
@@ -156,6 +154,7 @@ fn write_report(
     let files = workspace.diffstat().map_err(|e| harness(&e))?;
     let base = plan.base.id.to_string();
     let model = plan.model.label();
+    let notes = plan.model.notes();
     let report = Report {
         run_id: &plan.run_id,
         task: &plan.task,
@@ -165,10 +164,14 @@ fn write_report(
         branch: &plan.branch,
         outcome: &result.outcome,
         turns: result.turns,
-        max_turns: plan.max_turns,
+        max_turns: plan.budget.max_turns,
         actions: &result.actions,
         tests: &result.tests,
         files: &files,
+        usage: &result.usage,
+        cost: plan.budget.cost(&result.usage),
+        max_cost: plan.budget.max_cost,
+        notes: &notes,
     };
     let message = report.message();
     let report_commit = workspace.commit_report(&message).map_err(|e| harness(&e))?;

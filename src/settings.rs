@@ -5,18 +5,23 @@ use git2::{Config, ErrorCode, Oid, Repository};
 
 pub const DEFAULT_TEST_TIMEOUT: u64 = 300;
 pub const DEFAULT_MAX_TURNS: u32 = 30;
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// One source of settings; `None` means "not set here, ask the next source".
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Layer {
     pub model: Option<String>,
     pub test_cmd: Option<String>,
     pub test_timeout: Option<u64>,
     pub max_turns: Option<u32>,
     pub protect: Vec<String>,
+    pub max_cost: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// `INPUT OUTPUT [CACHE_WRITE CACHE_READ]` dollars per million tokens.
+    pub price: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub model: Option<String>,
     pub test_cmd: Option<String>,
@@ -24,6 +29,9 @@ pub struct Settings {
     pub max_turns: u32,
     /// Patterns added to the default protected ones, from every source.
     pub protect: Vec<String>,
+    pub max_cost: Option<f64>,
+    pub max_tokens: u32,
+    pub price: Option<String>,
 }
 
 /// The first source that sets a value wins; protected patterns add up.
@@ -47,6 +55,12 @@ pub fn merge(layers: &[Layer]) -> Settings {
             .find_map(|l| l.max_turns)
             .unwrap_or(DEFAULT_MAX_TURNS),
         protect,
+        max_cost: layers.iter().find_map(|l| l.max_cost),
+        max_tokens: layers
+            .iter()
+            .find_map(|l| l.max_tokens)
+            .unwrap_or(DEFAULT_MAX_TOKENS),
+        price: first(&|l| l.price.clone()),
     }
 }
 
@@ -94,18 +108,37 @@ fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
             })
             .map_err(|e| format!("agent-git.protect in {origin}: {}", e.message()))?;
     }
-    let max_turns = number("agent-git.maxTurns")?
-        .map(|n| {
-            u32::try_from(n).map_err(|_| format!("agent-git.maxTurns in {origin} is too large"))
-        })
-        .transpose()?;
+    let small = |key: &str| -> Result<Option<u32>, String> {
+        number(key)?
+            .map(|n| u32::try_from(n).map_err(|_| format!("{key} in {origin} is too large")))
+            .transpose()
+    };
+    let max_cost = match string("agent-git.maxCost")? {
+        None => None,
+        Some(v) => {
+            Some(parse_dollars(&v).map_err(|e| format!("agent-git.maxCost in {origin}: {e}"))?)
+        }
+    };
     Ok(Layer {
         model: string("agent-git.model")?,
         test_cmd: string("agent-git.testCmd")?,
         test_timeout: number("agent-git.testTimeout")?,
-        max_turns,
+        max_turns: small("agent-git.maxTurns")?,
         protect,
+        max_cost,
+        max_tokens: small("agent-git.maxTokens")?,
+        price: string("agent-git.price")?,
     })
+}
+
+/// A dollar amount: `2.50` or `$2.50`, not negative.
+pub fn parse_dollars(text: &str) -> Result<f64, String> {
+    text.trim()
+        .trim_start_matches('$')
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("`{text}` is not an amount of dollars, e.g. 2.50"))
 }
 
 #[cfg(test)]
@@ -138,6 +171,9 @@ mod tests {
                 test_timeout: DEFAULT_TEST_TIMEOUT,
                 max_turns: 5,
                 protect: vec!["golden/".into(), "fixtures/".into()],
+                max_cost: None,
+                max_tokens: DEFAULT_MAX_TOKENS,
+                price: None,
             }
         );
     }
@@ -149,7 +185,7 @@ mod tests {
         std::fs::write(
             &path,
             "[agent-git]\n\tmodel = script:x.json\n\ttestCmd = make test\n\tmaxTurns = 7\n\
-             \tprotect = a/\n\tprotect = *.snap\n",
+             \tprotect = a/\n\tprotect = *.snap\n\tmaxCost = $2.50\n\tprice = 3 15\n",
         )
         .unwrap();
         let layer = read_layer(&Config::open(&path).unwrap(), "test").unwrap();
@@ -161,6 +197,9 @@ mod tests {
                 test_timeout: None,
                 max_turns: Some(7),
                 protect: vec!["a/".into(), "*.snap".into()],
+                max_cost: Some(2.5),
+                max_tokens: None,
+                price: Some("3 15".into()),
             }
         );
         std::fs::write(&path, "[agent-git]\n\tmaxTurns = lots\n").unwrap();

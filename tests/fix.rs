@@ -280,11 +280,13 @@ fn json_output_has_the_documented_shape() {
             "base",
             "branch",
             "commits",
+            "cost_usd",
             "outcome",
             "report_commit",
             "run_id",
             "tests",
             "turns",
+            "usage",
             "worktree"
         ]
     );

@@ -76,7 +76,7 @@ fn setup_errors_exit_2_and_create_nothing() {
         &env,
         &repo,
         &["fix"],
-        "no model given; pass --model script:PATH",
+        "no model given; pass --model anthropic:MODEL",
     );
     assert_setup_error(
         &env,
@@ -99,6 +99,13 @@ fn setup_errors_exit_2_and_create_nothing() {
     let bad = env.path().join("bad.json");
     std::fs::write(&bad, r#"[{"stop_reason": "sleep", "content": []}]"#).unwrap();
     let bad_model = format!("script:{}", bad.display());
+    assert_setup_error(
+        &env,
+        &repo,
+        &["fix", "--model", &bad_model],
+        "has an unknown stop_reason in reply 1",
+    );
+    std::fs::write(&bad, r#"{"stop_reason": "end_turn"}"#).unwrap();
     assert_setup_error(
         &env,
         &repo,

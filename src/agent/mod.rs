@@ -1,11 +1,13 @@
 //! The loop: ask the model, run its tools, verify when it says it is done, stop at the budget.
 
+mod context;
 mod prompt;
 
 pub use prompt::SYSTEM_PROMPT;
 
 use crate::model::{
-    ContentBlock, Message, Model, ModelError, Reply, Request, Role, StopReason, ToolSpec,
+    ContentBlock, Message, Model, ModelError, Price, Reply, Request, Role, StopReason, ToolSpec,
+    Usage,
 };
 use crate::testrun::TestResult;
 use crate::tools::{Registry, ToolContext, ToolFatal};
@@ -19,7 +21,10 @@ use std::time::Duration;
 pub enum Outcome {
     Passed,
     TurnLimit,
+    CostLimit,
     ModelError(String),
+    /// The model declined the task.
+    Refused(String),
     Interrupted,
     /// The harness itself failed (git, the test command could not start): not the model's doing.
     HarnessError(String),
@@ -30,19 +35,21 @@ impl Outcome {
         match self {
             Outcome::Passed => "passed",
             Outcome::TurnLimit => "turn-limit",
+            Outcome::CostLimit => "cost-limit",
             Outcome::ModelError(_) => "model-error",
+            Outcome::Refused(_) => "refused",
             Outcome::Interrupted => "interrupted",
             Outcome::HarnessError(_) => "harness-error",
         }
     }
 
-    /// The documented exit codes: 0 pass, 1 tests still fail, 3 model error, 4 harness error,
-    /// 130 interrupted.
+    /// The documented exit codes: 0 pass, 1 tests still fail at a budget, 3 model error or
+    /// refusal, 4 harness error, 130 interrupted.
     pub fn exit_code(&self) -> u8 {
         match self {
             Outcome::Passed => 0,
-            Outcome::TurnLimit => 1,
-            Outcome::ModelError(_) => 3,
+            Outcome::TurnLimit | Outcome::CostLimit => 1,
+            Outcome::ModelError(_) | Outcome::Refused(_) => 3,
             Outcome::HarnessError(_) => 4,
             Outcome::Interrupted => 130,
         }
@@ -57,8 +64,20 @@ pub struct Action {
     pub result: String,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
     pub max_turns: u32,
+    /// Dollars; needs a price to mean anything.
+    pub max_cost: Option<f64>,
+    pub price: Option<Price>,
+    /// Tokens; when a request nears it, old tool results are dropped.
+    pub context_window: Option<u64>,
+}
+
+impl Budget {
+    pub fn cost(&self, usage: &Usage) -> Option<f64> {
+        self.price.map(|p| p.cost(usage))
+    }
 }
 
 pub struct RunResult {
@@ -69,6 +88,7 @@ pub struct RunResult {
     /// The last test result: the one the report states.
     pub tests: TestResult,
     pub messages: Vec<Message>,
+    pub usage: Usage,
 }
 
 pub struct Agent<'a> {
@@ -91,6 +111,9 @@ struct Loop {
     tests: TestResult,
     /// The branch head the last test result was taken at.
     tested_at: Option<Oid>,
+    usage: Usage,
+    /// Tokens of the last request and its reply: how full the context window is.
+    context_used: u64,
 }
 
 impl Agent<'_> {
@@ -107,6 +130,7 @@ impl Agent<'_> {
                     commits: Vec::new(),
                     tests: TestResult::not_run(&self.verifier.plan.label, &why),
                     messages: Vec::new(),
+                    usage: Usage::default(),
                 };
             }
         };
@@ -122,6 +146,8 @@ impl Agent<'_> {
             messages: vec![Message::user(vec![ContentBlock::text(first)])],
             tested_at: self.verifier.workspace.head().ok(),
             tests: initial,
+            usage: Usage::default(),
+            context_used: 0,
         };
         let outcome = self.converse(&mut state, tools).await;
         let outcome = self.final_check(&mut state, outcome);
@@ -132,6 +158,7 @@ impl Agent<'_> {
             commits: state.commits,
             tests: state.tests,
             messages: state.messages,
+            usage: state.usage,
         }
     }
 
@@ -143,12 +170,34 @@ impl Agent<'_> {
             if state.turns >= self.budget.max_turns {
                 return Outcome::TurnLimit;
             }
+            if let (Some(max), Some(cost)) = (self.budget.max_cost, self.budget.cost(&state.usage))
+            {
+                if cost >= max {
+                    return Outcome::CostLimit;
+                }
+            }
+            if let Some(window) = self.budget.context_window {
+                if state.context_used.saturating_mul(4) >= window.saturating_mul(3) {
+                    self.shrink(state);
+                }
+            }
             let reply = match self.ask(state, tools).await {
                 Ok(reply) => reply,
                 Err(ModelError::Interrupted) => return Outcome::Interrupted,
                 Err(e) => return Outcome::ModelError(e.to_string()),
             };
             state.turns += 1;
+            state.usage.add(&reply.usage);
+            state.context_used = reply.usage.all_input() + reply.usage.output_tokens;
+            if reply.stop_reason == StopReason::ModelContextWindowExceeded {
+                // The reply is cut short and unusable: drop it, shrink, ask again.
+                if self.shrink(state) == 0 {
+                    return Outcome::ModelError(
+                        "the conversation no longer fits the model's context window".into(),
+                    );
+                }
+                continue;
+            }
             state.messages.push(Message {
                 role: Role::Assistant,
                 content: reply.content.clone(),
@@ -197,12 +246,24 @@ impl Agent<'_> {
             state.messages.push(Message::user(results));
             return Ok(None);
         }
-        if reply.stop_reason == StopReason::MaxTokens {
-            self.record(state, "reply cut off (max_tokens)", "asked to continue");
-            state
-                .messages
-                .push(Message::user(vec![ContentBlock::text(CUT_OFF)]));
-            return Ok(None);
+        match reply.stop_reason {
+            StopReason::MaxTokens => {
+                self.record(state, "reply cut off (max_tokens)", "asked to continue");
+                state
+                    .messages
+                    .push(Message::user(vec![ContentBlock::text(CUT_OFF)]));
+                return Ok(None);
+            }
+            // The API paused a long turn: sending the conversation back lets it go on.
+            StopReason::PauseTurn => {
+                self.record(state, "turn paused (pause_turn)", "continued");
+                return Ok(None);
+            }
+            StopReason::Refusal => {
+                self.record(state, "model refused", "run stopped");
+                return Ok(Some(Outcome::Refused(reply.text())));
+            }
+            _ => {}
         }
         let tests = self.verify(state)?;
         self.record(state, "end of turn: tests", &tests.summary());
@@ -255,6 +316,18 @@ impl Agent<'_> {
         state.tested_at = self.verifier.workspace.head().ok();
         state.tests = tests.clone();
         Ok(tests)
+    }
+
+    /// Drops old tool results to make room; returns how many went.
+    fn shrink(&mut self, state: &mut Loop) -> usize {
+        let removed = context::compact(&mut state.messages);
+        state.context_used = 0;
+        self.record(
+            state,
+            "context nearly full",
+            &format!("{removed} old tool results dropped"),
+        );
+        removed
     }
 
     fn record(&mut self, state: &mut Loop, label: &str, result: &str) {

@@ -24,20 +24,7 @@ pub fn run(args: DemoArgs) -> Result<u8, CliError> {
         .map_err(|e| harness(&e))?;
     let base = crate::workspace::demo::create_calc_repo(dir.path()).map_err(|e| harness(&e))?;
     eprintln!("agent-git: demo repository at {}", dir.path().display());
-    let fix = FixArgs {
-        task: TASK.to_string(),
-        repo: Some(dir.path().to_path_buf()),
-        base: "HEAD".to_string(),
-        branch: Some(BRANCH.to_string()),
-        model: None,
-        test_cmd: None,
-        test_timeout: None,
-        max_turns: None,
-        protect: Vec::new(),
-        keep_worktree: false,
-        json: false,
-        transcript: None,
-    };
+    let fix = demo_fix_args(dir.path()).map_err(|e| harness(&e))?;
     let model = ScriptedModel::new("demo-script (built in)", script());
     let code = fix_with(fix, Some(Box::new(model)))?;
     let log =
@@ -51,6 +38,18 @@ pub fn run(args: DemoArgs) -> Result<u8, CliError> {
         println!("The demo repository is kept at {}", kept.display());
     }
     Ok(code)
+}
+
+/// The fix command as a user would type it, so every default is the real one.
+fn demo_fix_args(repo: &std::path::Path) -> Result<FixArgs, clap::Error> {
+    #[derive(clap::Parser)]
+    struct Line {
+        #[command(flatten)]
+        fix: FixArgs,
+    }
+    let repo = repo.display().to_string();
+    let argv = ["fix", TASK, "--repo", &repo, "--branch", BRANCH];
+    <Line as clap::Parser>::try_parse_from(argv).map(|line| line.fix)
 }
 
 fn tool(id: &str, name: &str, input: serde_json::Value) -> ContentBlock {
@@ -67,6 +66,7 @@ fn reply(stop_reason: StopReason, text: &str, calls: Vec<ContentBlock>) -> Reply
     Reply {
         stop_reason,
         content,
+        usage: Default::default(),
     }
 }
 

@@ -1,11 +1,11 @@
 //! `agent-git fix`: settings and checks, then one run, then the report on stdout.
 
 use super::CliError;
-use crate::agent::SYSTEM_PROMPT;
+use crate::agent::{Budget, SYSTEM_PROMPT};
 use crate::guard::Protection;
-use crate::model::{open_model, Model, ModelSpec};
+use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price};
 use crate::run::{execute, RunPlan};
-use crate::settings::{config_layers, merge, Layer};
+use crate::settings::{config_layers, merge, parse_dollars, Layer, Settings};
 use crate::testrun::{detect, pytest_available, TestPlan};
 use crate::workspace::{check_branch_free, open_user_repo, read_blob, resolve_base, tree_files};
 use clap::Args;
@@ -56,6 +56,30 @@ pub struct FixArgs {
     /// Write the whole conversation (system, tools, messages) as JSON to PATH.
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
+    /// Most tokens in one model reply [default: 8192, or git config agent-git.maxTokens].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tokens: Option<u32>,
+    /// End the run when its model cost reaches USD dollars (outcome cost-limit) [default: git
+    /// config agent-git.maxCost, else no limit]. Needs a known price for the model.
+    #[arg(long, value_name = "USD", value_parser = parse_dollars)]
+    pub max_cost: Option<f64>,
+    /// Retries of a failed API call (408, 409, 429, 5xx, connection errors), with backoff.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub max_retries: u32,
+    /// Seconds one API call may take.
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout: u64,
+    /// The model's context window in tokens; near it, old tool results are dropped
+    /// [default: known per model].
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
+    pub context_window: Option<u64>,
+    /// Save every API request and response of the run (never the key) to PATH, for
+    /// `--model replay:PATH`.
+    #[arg(long, value_name = "PATH")]
+    pub record: Option<PathBuf>,
+    /// Print the system prompt the model is given, and exit.
+    #[arg(long)]
+    pub print_system_prompt: bool,
 }
 
 pub fn run(args: FixArgs) -> Result<u8, CliError> {
@@ -64,6 +88,10 @@ pub fn run(args: FixArgs) -> Result<u8, CliError> {
 
 /// The whole command; `model` replaces the configured one (the demo's built-in script).
 pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliError> {
+    if args.print_system_prompt {
+        print!("{SYSTEM_PROMPT}");
+        return Ok(0);
+    }
     let json = args.json;
     let plan = prepare(args, model)?;
     let mut progress = |line: &str| eprintln!("agent-git: {line}");
@@ -91,25 +119,35 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         test_timeout: args.test_timeout,
         max_turns: args.max_turns,
         protect: args.protect.clone(),
+        max_cost: args.max_cost,
+        max_tokens: args.max_tokens,
+        price: None,
     };
     let mut layers = vec![flags];
     layers.extend(config_layers(&repo, base.id).map_err(usage)?);
     let settings = merge(&layers);
 
-    let model = match model {
-        Some(model) => model,
+    let (model, spec) = match model {
+        Some(model) => (model, None),
         None => {
             let spec = settings.model.as_deref().ok_or_else(|| {
                 usage(
-                    "no model given; pass --model script:PATH, or set AGENT_GIT_MODEL, \
-                     or run `git config agent-git.model script:PATH`"
+                    "no model given; pass --model anthropic:MODEL (or openai:MODEL, script:PATH), \
+                     or set AGENT_GIT_MODEL, or run `git config agent-git.model SPEC`"
                         .to_string(),
                 )
             })?;
             let spec = ModelSpec::parse(spec).map_err(usage)?;
-            open_model(&spec).map_err(usage)?
+            let options = ModelOptions {
+                max_tokens: settings.max_tokens,
+                max_retries: args.max_retries,
+                request_timeout: Duration::from_secs(args.request_timeout),
+                record: args.record.clone(),
+            };
+            (open_model(&spec, &options).map_err(usage)?, Some(spec))
         }
     };
+    let budget = budget(&settings, spec.as_ref(), args.context_window).map_err(usage)?;
     let protection = Protection::new(&settings.protect).map_err(usage)?;
     let run_id = new_run_id();
     let branch = args
@@ -146,11 +184,58 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         model,
         protection,
         tests,
-        max_turns: settings.max_turns,
+        budget,
         system: SYSTEM_PROMPT.to_string(),
         keep_worktree: args.keep_worktree,
         transcript: args.transcript,
     })
+}
+
+/// The run's limits. A cost limit needs a price: from config, else the built-in table.
+fn budget(
+    settings: &Settings,
+    spec: Option<&ModelSpec>,
+    window: Option<u64>,
+) -> Result<Budget, String> {
+    let model_name = spec.and_then(|s| match s {
+        ModelSpec::Anthropic(m) | ModelSpec::OpenAi(m) => Some(m.clone()),
+        ModelSpec::Replay(path) => crate::model::ReplayModel::from_file(path)
+            .ok()
+            .map(|r| r.recorded_model().1),
+        ModelSpec::Script(_) => None,
+    });
+    let price = match (&settings.price, &model_name) {
+        (Some(text), _) => Some(Price::parse(text)?),
+        (None, Some(name)) => Price::for_model(name),
+        // Scripts cost nothing.
+        (None, None) => Some(Price::FREE),
+    };
+    if let (Some(_), None) = (settings.max_cost, price) {
+        return Err(format!(
+            "--max-cost needs the price of {}; set it with `git config agent-git.price \"INPUT OUTPUT\"` \
+             (dollars per million tokens)",
+            model_name.as_deref().unwrap_or("the model")
+        ));
+    }
+    Ok(Budget {
+        max_turns: settings.max_turns,
+        max_cost: settings.max_cost,
+        price,
+        context_window: window.or_else(|| model_name.as_deref().map(context_window_of)),
+    })
+}
+
+/// Published context windows, by model name; unknown models get a cautious 128k.
+fn context_window_of(model: &str) -> u64 {
+    if model.starts_with("claude-") {
+        200_000
+    } else if model.starts_with("gpt-4.1") {
+        1_000_000
+    } else if model.starts_with("gpt-5") {
+        400_000
+    } else {
+        128_000
+    }
 }
 
 /// Eight hex digits, different for every run (std's hasher keys are random per process).

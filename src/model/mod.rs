@@ -1,17 +1,31 @@
 //! The model seam: the loop talks to `dyn Model` and never learns which model it is.
 //! Messages use the Anthropic Messages content blocks, the shape the real adapters speak.
 
+mod anthropic;
+mod http;
+mod openai;
+mod price;
+mod replay;
+mod retry;
 mod scripted;
 mod spec;
 
+pub use anthropic::Anthropic;
+pub use http::{HttpModel, Provider, Recorder};
+pub use openai::OpenAi;
+pub use price::{Price, Usage};
+pub use replay::ReplayModel;
+pub use retry::RetryPolicy;
 pub use scripted::ScriptedModel;
-pub use spec::{open_model, ModelSpec};
+pub use spec::{open_model, ModelOptions, ModelSpec};
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// A content block. Blocks of types agent-git does not model (thinking, redacted_thinking,
+/// server tools...) are kept as they came, to be sent back unchanged.
+#[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
     Text {
         text: String,
@@ -24,9 +38,76 @@ pub enum ContentBlock {
     ToolResult {
         tool_use_id: String,
         content: String,
+        is_error: bool,
+    },
+    Other(Value),
+}
+
+/// The blocks agent-git understands, in their wire shape.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Known {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+}
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let known = match self.clone() {
+            ContentBlock::Text { text } => Known::Text { text },
+            ContentBlock::ToolUse { id, name, input } => Known::ToolUse { id, name, input },
+            ContentBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Known::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            },
+            ContentBlock::Other(value) => return value.serialize(serializer),
+        };
+        known.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        match value.get("type").and_then(Value::as_str) {
+            Some("text" | "tool_use" | "tool_result") => {
+                let known = Known::deserialize(value).map_err(D::Error::custom)?;
+                Ok(match known {
+                    Known::Text { text } => ContentBlock::Text { text },
+                    Known::ToolUse { id, name, input } => ContentBlock::ToolUse { id, name, input },
+                    Known::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                    } => ContentBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                    },
+                })
+            }
+            Some(_) => Ok(ContentBlock::Other(value)),
+            None => Err(D::Error::custom("a content block needs a \"type\"")),
+        }
+    }
 }
 
 impl ContentBlock {
@@ -57,6 +138,8 @@ impl Message {
     }
 }
 
+/// Why the model stopped. Stop reasons this version does not know parse as `Unknown` and are
+/// treated like the end of a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
@@ -64,6 +147,11 @@ pub enum StopReason {
     ToolUse,
     MaxTokens,
     StopSequence,
+    PauseTurn,
+    Refusal,
+    ModelContextWindowExceeded,
+    #[serde(other)]
+    Unknown,
 }
 
 /// One reply of the model: the unit the turn budget counts.
@@ -71,6 +159,8 @@ pub enum StopReason {
 pub struct Reply {
     pub stop_reason: StopReason,
     pub content: Vec<ContentBlock>,
+    #[serde(default)]
+    pub usage: Usage,
 }
 
 impl Reply {
@@ -109,11 +199,59 @@ pub enum ModelError {
     ScriptExhausted(usize),
     #[error("interrupted while waiting for the model")]
     Interrupted,
+    /// The API answered with an error that retrying will not fix (or retries ran out).
+    #[error("{0}")]
+    Api(String),
+    /// The API's answer could not be read.
+    #[error("unreadable response: {0}")]
+    BadResponse(String),
+    #[error("replay: {0}")]
+    Replay(String),
 }
 
 #[async_trait::async_trait]
 pub trait Model: Send {
-    /// How the report names this model, e.g. `script:replies.json`.
+    /// How the report names this model, e.g. `anthropic:claude-sonnet-4-5`.
     fn label(&self) -> String;
     async fn reply(&mut self, request: &Request<'_>) -> Result<Reply, ModelError>;
+    /// Things the report should say about this model's run (a replay's divergences).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn unknown_blocks_survive_a_round_trip_unchanged() {
+        let thinking = json!({"type": "thinking", "thinking": "hmm", "signature": "abc"});
+        let block: ContentBlock = serde_json::from_value(thinking.clone()).unwrap();
+        assert_eq!(block, ContentBlock::Other(thinking.clone()));
+        assert_eq!(serde_json::to_value(&block).unwrap(), thinking);
+
+        let tool: ContentBlock = serde_json::from_value(
+            json!({"type": "tool_use", "id": "t", "name": "n", "input": {}, "caller": {"type": "direct"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            tool,
+            ContentBlock::ToolUse {
+                id: "t".into(),
+                name: "n".into(),
+                input: json!({})
+            }
+        );
+        assert!(serde_json::from_value::<ContentBlock>(json!({"text": "no type"})).is_err());
+    }
+
+    #[test]
+    fn unknown_stop_reasons_parse() {
+        let reply: Reply =
+            serde_json::from_value(json!({"stop_reason": "something_new", "content": []})).unwrap();
+        assert_eq!(reply.stop_reason, StopReason::Unknown);
+        assert_eq!(reply.usage, Usage::default());
+    }
 }

@@ -1,6 +1,6 @@
 //! A model whose replies are read from a JSON file and returned in order, whatever is sent.
 
-use super::{Model, ModelError, Reply, Request};
+use super::{Model, ModelError, Reply, Request, StopReason};
 use std::collections::VecDeque;
 use std::path::Path;
 
@@ -30,6 +30,18 @@ impl ScriptedModel {
                 path.display()
             )
         })?;
+        // Real APIs may add stop reasons; a script is ours, and a typo in it is an error.
+        if let Some(i) = replies
+            .iter()
+            .position(|r| r.stop_reason == StopReason::Unknown)
+        {
+            return Err(format!(
+                "the script {} has an unknown stop_reason in reply {}; use tool_use, end_turn, \
+                 max_tokens, stop_sequence, pause_turn or refusal",
+                path.display(),
+                i + 1
+            ));
+        }
         Ok(Self::new(format!("script:{}", path.display()), replies))
     }
 }

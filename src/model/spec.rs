@@ -1,33 +1,127 @@
-//! `--model SPEC` parsing: which model a run talks to.
+//! `--model SPEC` parsing: which model a run talks to, and how to reach it.
 
-use super::{Model, ScriptedModel};
+use super::http::{HttpModel, Provider, Recorder};
+use super::{anthropic, openai, Anthropic, Model, OpenAi, ReplayModel, RetryPolicy, ScriptedModel};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelSpec {
     Script(PathBuf),
+    Replay(PathBuf),
+    Anthropic(String),
+    OpenAi(String),
 }
+
+const KNOWN: &str = "anthropic:MODEL, openai:MODEL, script:PATH, replay:PATH";
 
 impl ModelSpec {
     pub fn parse(spec: &str) -> Result<Self, String> {
-        match spec.split_once(':') {
-            Some(("script", path)) if !path.is_empty() => {
-                Ok(ModelSpec::Script(PathBuf::from(path)))
-            }
-            Some(("script", _)) => Err("`script:` needs a path, e.g. script:replies.json".into()),
-            Some((provider, _)) => Err(format!(
-                "unknown model provider `{provider}` in `{spec}`; known: script:PATH"
-            )),
-            None => Err(format!(
-                "`{spec}` is not a model spec; use PROVIDER:NAME, e.g. script:replies.json"
+        let Some((provider, rest)) = spec.split_once(':') else {
+            return Err(format!(
+                "`{spec}` is not a model spec; use PROVIDER:NAME ({KNOWN}), e.g. anthropic:claude-sonnet-4-5"
+            ));
+        };
+        if rest.trim().is_empty() {
+            return Err(format!(
+                "`{spec}` names no model or file after `{provider}:`"
+            ));
+        }
+        match provider {
+            "script" => Ok(ModelSpec::Script(PathBuf::from(rest))),
+            "replay" => Ok(ModelSpec::Replay(PathBuf::from(rest))),
+            "anthropic" => Ok(ModelSpec::Anthropic(rest.to_string())),
+            "openai" => Ok(ModelSpec::OpenAi(rest.to_string())),
+            _ => Err(format!(
+                "unknown model provider `{provider}` in `{spec}`; known: {KNOWN}"
             )),
         }
     }
 }
 
-pub fn open_model(spec: &ModelSpec) -> Result<Box<dyn Model>, String> {
+/// How to reach a real model; ignored by scripts and replays.
+#[derive(Debug, Clone)]
+pub struct ModelOptions {
+    pub max_tokens: u32,
+    pub max_retries: u32,
+    pub request_timeout: Duration,
+    pub record: Option<PathBuf>,
+}
+
+/// Reads what a provider needs from the environment. `get` is `std::env::var` outside tests.
+fn provider_for(
+    spec: &ModelSpec,
+    max_tokens: u32,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Box<dyn Provider>, String> {
+    let non_empty = |name: &str| get(name).filter(|v| !v.trim().is_empty());
     match spec {
-        ModelSpec::Script(path) => Ok(Box::new(ScriptedModel::from_file(path)?)),
+        ModelSpec::Anthropic(model) => {
+            let api_key = non_empty("ANTHROPIC_API_KEY").ok_or(
+                "ANTHROPIC_API_KEY is not set; export your Anthropic API key, or choose another --model",
+            )?;
+            Ok(Box::new(Anthropic {
+                model: model.clone(),
+                max_tokens,
+                base_url: non_empty("ANTHROPIC_BASE_URL")
+                    .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into()),
+                api_key,
+            }))
+        }
+        ModelSpec::OpenAi(model) => {
+            let base =
+                non_empty("OPENAI_BASE_URL").unwrap_or_else(|| openai::DEFAULT_BASE_URL.into());
+            Ok(Box::new(OpenAi::new(
+                model,
+                max_tokens,
+                &base,
+                non_empty("OPENAI_API_KEY"),
+            )))
+        }
+        ModelSpec::Script(_) | ModelSpec::Replay(_) => Err("not an HTTP model".into()),
+    }
+}
+
+pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Model>, String> {
+    let offline = |kind: &str| {
+        if options.record.is_some() {
+            Err(format!(
+                "--record saves the requests of anthropic: and openai: models; a {kind} makes none"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    match spec {
+        ModelSpec::Script(path) => {
+            offline("script")?;
+            Ok(Box::new(ScriptedModel::from_file(path)?))
+        }
+        ModelSpec::Replay(path) => {
+            offline("replay")?;
+            Ok(Box::new(ReplayModel::from_file(path)?))
+        }
+        ModelSpec::Anthropic(_) | ModelSpec::OpenAi(_) => {
+            let provider =
+                provider_for(spec, options.max_tokens, &|name| std::env::var(name).ok())?;
+            let recorder =
+                match &options.record {
+                    Some(path) => Some(Recorder::create(path, provider.as_ref()).map_err(|e| {
+                        format!("cannot create the recording {}: {e}", path.display())
+                    })?),
+                    None => None,
+                };
+            let retry = RetryPolicy {
+                max_retries: options.max_retries,
+                ..RetryPolicy::default()
+            };
+            Ok(Box::new(HttpModel::new(
+                provider,
+                options.request_timeout,
+                retry,
+                recorder,
+            )?))
+        }
     }
 }
 
@@ -36,17 +130,57 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_script_specs_and_rejects_others() {
+    fn parses_every_provider_and_rejects_others() {
         assert_eq!(
             ModelSpec::parse("script:a/b.json"),
             Ok(ModelSpec::Script(PathBuf::from("a/b.json")))
         );
-        assert!(ModelSpec::parse("script:").is_err());
+        assert_eq!(
+            ModelSpec::parse("replay:r.jsonl"),
+            Ok(ModelSpec::Replay(PathBuf::from("r.jsonl")))
+        );
+        assert_eq!(
+            ModelSpec::parse("anthropic:claude-sonnet-4-5"),
+            Ok(ModelSpec::Anthropic("claude-sonnet-4-5".into()))
+        );
+        assert_eq!(
+            ModelSpec::parse("openai:llama3.1:8b"),
+            Ok(ModelSpec::OpenAi("llama3.1:8b".into()))
+        );
+        assert!(ModelSpec::parse("script:")
+            .unwrap_err()
+            .contains("names no model"));
         assert!(ModelSpec::parse("gpt")
             .unwrap_err()
             .contains("not a model spec"));
         assert!(ModelSpec::parse("foo:bar")
             .unwrap_err()
             .contains("unknown model provider `foo`"));
+    }
+
+    #[test]
+    fn providers_take_keys_and_urls_from_the_environment() {
+        let none = |_: &str| None;
+        let err = provider_for(&ModelSpec::Anthropic("m".into()), 10, &none)
+            .err()
+            .unwrap();
+        assert!(err.contains("ANTHROPIC_API_KEY is not set"), "{err}");
+        let env = |name: &str| match name {
+            "ANTHROPIC_API_KEY" => Some("sk-a".to_string()),
+            "OPENAI_BASE_URL" => Some("http://127.0.0.1:11434/v1".to_string()),
+            _ => None,
+        };
+        let a = provider_for(&ModelSpec::Anthropic("m".into()), 10, &env).unwrap();
+        assert_eq!(a.url(), "https://api.anthropic.com/v1/messages");
+        assert_eq!(
+            a.headers(),
+            vec![
+                ("x-api-key", "sk-a".to_string()),
+                ("anthropic-version", "2023-06-01".to_string())
+            ]
+        );
+        let o = provider_for(&ModelSpec::OpenAi("llama3.1".into()), 10, &env).unwrap();
+        assert_eq!(o.url(), "http://127.0.0.1:11434/v1/chat/completions");
+        assert_eq!(o.headers(), vec![], "a local server needs no key");
     }
 }

@@ -119,6 +119,13 @@ impl Registry {
         ctx: &ToolContext,
     ) -> Result<ToolOutcome, ToolFatal> {
         match self.find(name) {
+            // Arguments that were not JSON arrive as the raw text (see the OpenAI adapter).
+            Some(_) if !input.is_object() => Ok(ToolOutcome::error(
+                format!(
+                    "invalid input for {name}: the arguments must be a JSON object, got: {input}"
+                ),
+                "refused: invalid input",
+            )),
             Some(tool) => tool.run(input, ctx),
             None => {
                 let known: Vec<&str> = self.tools.iter().map(|t| t.spec().name).collect();
