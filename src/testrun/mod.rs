@@ -63,8 +63,24 @@ impl TestPlan {
     /// Runs the tests in `dir` and reads the result. An I/O error here means the command could
     /// not even be started, which is the harness's failure, not the code's.
     pub fn run(&self, dir: &Path, interrupt: &AtomicBool) -> std::io::Result<TestResult> {
-        let raw = run_shell(&self.command, dir, self.timeout, &test_env(), interrupt)?;
+        let mut raw = run_shell(&self.command, dir, self.timeout, &test_env(), interrupt)?;
+        raw.output = self.relative_paths(&raw.output, dir);
         Ok(TestResult::from_raw(&self.label, raw, self.timeout))
+    }
+
+    /// Paths in the output made relative to the work tree, and the runner's temp path named
+    /// plainly: the run's own folders mean nothing to the model, and would make every
+    /// conversation differ from the last (and every replay diverge).
+    fn relative_paths(&self, output: &str, dir: &Path) -> String {
+        let mut text = output.to_string();
+        if let Some(runner) = &self._runner_dir {
+            text = text.replace(&runner.path().display().to_string(), "agent-git-runner");
+        }
+        let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        for root in [canonical.as_path(), dir] {
+            text = text.replace(&format!("{}/", root.display()), "");
+        }
+        text
     }
 }
 

@@ -25,7 +25,8 @@ fn commit(
         CommitOutcome::Committed(oid) => ToolOutcome {
             commit: Some(oid),
             ..ToolOutcome::ok(
-                format!("{done}; committed as {}", short(oid)),
+                // No sha here: it differs from run to run, and the model has no use for it.
+                format!("{done}; committed"),
                 format!("commit {}", short(oid)),
             )
         },

@@ -1,0 +1,653 @@
+//! Real model adapters against a fake API on loopback, with response bodies shaped like the
+//! providers' own. The whole `agent-git fix` runs as a process; the server records requests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const KEY: &str = "sk-ant-test-0123456789-secret";
+
+/// Answers each request with the next response of a list, then with 500s.
+struct Replies(Mutex<VecDeque<ResponseTemplate>>);
+
+impl Respond for Replies {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        self.0
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| ResponseTemplate::new(500))
+    }
+}
+
+async fn fake_api(route: &str, replies: Vec<ResponseTemplate>) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path(route))
+        .respond_with(Replies(Mutex::new(replies.into())))
+        .mount(&server)
+        .await;
+    server
+}
+
+async fn run(cmd: Command) -> Output {
+    let mut cmd = cmd;
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn ok(body: Value) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(body)
+}
+
+fn anthropic_message(stop_reason: &str, content: Value, usage: Value) -> Value {
+    json!({
+        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
+        "content": content, "stop_reason": stop_reason, "stop_sequence": null,
+        "usage": usage
+    })
+}
+
+fn anthropic_usage(input: u64, write: u64, read: u64, output: u64) -> Value {
+    json!({
+        "input_tokens": input, "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
+        "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": output, "service_tier": "standard"
+    })
+}
+
+fn anthropic_fix_replies() -> Vec<ResponseTemplate> {
+    vec![
+        ok(anthropic_message(
+            "tool_use",
+            json!([
+                {"type": "text", "text": "add() subtracts; make it add."},
+                {"type": "tool_use", "id": "toolu_01", "name": "edit_file",
+                 "input": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"},
+                 "caller": {"type": "direct"}}
+            ]),
+            anthropic_usage(20, 1500, 0, 60),
+        )),
+        ok(anthropic_message(
+            "end_turn",
+            json!([{"type": "text", "text": "Fixed add()."}]),
+            anthropic_usage(30, 80, 1500, 10),
+        )),
+    ]
+}
+
+fn strip_cache_control(mut value: Value) -> Value {
+    match &mut value {
+        Value::Object(map) => {
+            map.remove("cache_control");
+            for v in map.values_mut() {
+                *v = strip_cache_control(v.take());
+            }
+        }
+        Value::Array(items) => {
+            for v in items.iter_mut() {
+                *v = strip_cache_control(v.take());
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fix_run_against_the_anthropic_api_retries_caches_and_keeps_the_key_secret() {
+    let overloaded = ResponseTemplate::new(529).set_body_json(
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    );
+    let mut replies = vec![overloaded];
+    replies.extend(anthropic_fix_replies());
+    let server = fake_api("/v1/messages", replies).await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let transcript = env.path().join("t.json");
+    let recording = env.path().join("rec.jsonl");
+    let mut cmd = env.agent_cmd(
+        &repo,
+        &[
+            "fix",
+            "Fix the adder",
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--branch",
+            "agent/claude",
+            "--max-tokens",
+            "2048",
+            "--transcript",
+            transcript.to_str().unwrap(),
+            "--record",
+            recording.to_str().unwrap(),
+        ],
+    );
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", server.uri());
+    let out = run(cmd).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("failed with HTTP 529: overloaded_error: Overloaded; retrying in"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(env.show(&repo, "agent/claude:calc.py"), CALC_FIXED);
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 3, "one retry, then two replies");
+    for r in &requests {
+        assert_eq!(r.headers.get("x-api-key").unwrap(), KEY);
+        assert_eq!(r.headers.get("anthropic-version").unwrap(), "2023-06-01");
+        assert!(
+            !String::from_utf8_lossy(&r.body).contains(KEY),
+            "the key is a header, never in a body"
+        );
+    }
+    let first: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let second: Value = serde_json::from_slice(&requests[2].body).unwrap();
+    assert_eq!(first["model"], "claude-sonnet-4-5");
+    assert_eq!(first["max_tokens"], 2048);
+    assert_eq!(
+        first["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert_eq!(
+        first["tools"], second["tools"],
+        "tools are byte-identical between turns"
+    );
+    assert_eq!(first["system"], second["system"]);
+    // The newest message carries the breakpoint; the earlier ones are sent as before.
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 3);
+    assert_eq!(
+        strip_cache_control(first["messages"].clone()),
+        json!(messages[..1])
+    );
+    assert!(messages[0]["content"][0].get("cache_control").is_none());
+    assert_eq!(
+        messages[1]["content"][1]["caller"],
+        Value::Null,
+        "fields we do not model are not invented"
+    );
+    let results = messages[2]["content"].as_array().unwrap();
+    assert_eq!(results[0]["type"], "tool_result", "tool results come first");
+    assert_eq!(results[0]["tool_use_id"], "toolu_01");
+    assert_eq!(
+        results.last().unwrap()["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+
+    let report = env.message(&repo, "agent/claude");
+    assert_eq!(
+        env.trailer(&repo, "agent/claude", "Agent-Model"),
+        "anthropic:claude-sonnet-4-5"
+    );
+    assert_eq!(
+        env.trailer(&repo, "agent/claude", "Agent-Tokens"),
+        "50 in, 70 out, 1580 cache write, 1500 cache read"
+    );
+    // (50*3 + 70*15 + 1580*3.75 + 1500*0.3) dollars per million tokens.
+    assert_eq!(
+        env.trailer(&repo, "agent/claude", "Agent-Cost"),
+        "0.0076 USD"
+    );
+    assert!(
+        report.contains("(47% of input read from the cache)"),
+        "{report}"
+    );
+
+    for (what, text) in [
+        ("report", report),
+        ("stdout", stdout(&out)),
+        ("stderr", stderr(&out)),
+        ("transcript", std::fs::read_to_string(&transcript).unwrap()),
+        ("recording", std::fs::read_to_string(&recording).unwrap()),
+    ] {
+        assert!(!text.contains(KEY), "the key leaked into the {what}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fix_run_against_an_openai_compatible_server() {
+    let tool_calls = json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "refusal": null,
+            "tool_calls": [
+                {"id": "call_bad", "type": "function", "function": {"name": "edit_file", "arguments": "{\"path\": \"calc.py\", "}},
+                {"id": "call_fix", "type": "function", "function": {"name": "edit_file",
+                    "arguments": "{\"path\":\"calc.py\",\"old_text\":\"return a - b\",\"new_text\":\"return a + b\"}"}}
+            ]}, "logprobs": null, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940,
+                  "prompt_tokens_details": {"cached_tokens": 0}}
+    });
+    // Ollama's shape: no refusal field, a fingerprint, tool-call-free final answer.
+    let done = json!({
+        "id": "chatcmpl-2", "object": "chat.completion", "created": 2, "model": "gpt-4o-mini",
+        "system_fingerprint": "fp_ollama",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Fixed add()."}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 5, "total_tokens": 1005}
+    });
+    let server = fake_api("/v1/chat/completions", vec![ok(tool_calls), ok(done)]).await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let mut cmd = env.agent_cmd(
+        &repo,
+        &[
+            "fix",
+            "--model",
+            "openai:gpt-4o-mini",
+            "--branch",
+            "agent/gpt",
+        ],
+    );
+    cmd.env("OPENAI_API_KEY", "sk-openai-test")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.uri()));
+    let out = run(cmd).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(env.show(&repo, "agent/gpt:calc.py"), CALC_FIXED);
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].headers.get("authorization").unwrap(),
+        "Bearer sk-openai-test"
+    );
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(messages[2]["role"], "assistant");
+    assert_eq!(messages[2]["content"], Value::Null);
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["tool_call_id"], "call_bad");
+    assert!(
+        messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("ERROR: invalid input for edit_file"),
+        "{}",
+        messages[3]
+    );
+    assert_eq!(messages[4]["tool_call_id"], "call_fix");
+    assert!(messages[4]["content"]
+        .as_str()
+        .unwrap()
+        .ends_with("; committed"));
+    let report = env.message(&repo, "agent/gpt");
+    assert!(
+        report.contains("[1] edit -> refused: invalid input"),
+        "{report}"
+    );
+    assert_eq!(
+        env.trailer(&repo, "agent/gpt", "Agent-Tokens"),
+        "1900 in, 45 out, 0 cache write, 0 cache read"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_401_is_not_retried_and_the_report_says_what_to_fix() {
+    let unauthorized = ResponseTemplate::new(401).set_body_json(
+        json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+    );
+    let server = fake_api("/v1/messages", vec![unauthorized]).await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let mut cmd = env.agent_cmd(
+        &repo,
+        &[
+            "fix",
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--branch",
+            "agent/401",
+        ],
+    );
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", server.uri());
+    let out = run(cmd).await;
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    let report = env.message(&repo, "agent/401");
+    assert!(
+        report.contains(
+            "Outcome: model-error (the model failed: call 1 to anthropic failed with HTTP 401: \
+             authentication_error: invalid x-api-key (check ANTHROPIC_API_KEY))"
+        ),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rate_limits_wait_as_told_and_retries_end_at_the_budget() {
+    let limited = ResponseTemplate::new(429)
+        .insert_header("retry-after", "1")
+        .set_body_json(
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+        );
+    let mut replies = vec![limited];
+    replies.extend(anthropic_fix_replies());
+    let server = fake_api("/v1/messages", replies).await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let mut cmd = env.agent_cmd(
+        &repo,
+        &[
+            "fix",
+            "--model",
+            "anthropic:claude-haiku-4-5",
+            "--branch",
+            "agent/429",
+        ],
+    );
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", server.uri());
+    let out = run(cmd).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rate_limit_error: slow down; retrying in 1.0 s"),
+        "{}",
+        stderr(&out)
+    );
+
+    let overloaded = || {
+        ResponseTemplate::new(529).set_body_json(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+    };
+    let server = fake_api(
+        "/v1/messages",
+        vec![overloaded(), overloaded(), overloaded()],
+    )
+    .await;
+    let mut cmd = env.agent_cmd(
+        &repo,
+        &[
+            "fix",
+            "--model",
+            "anthropic:claude-haiku-4-5",
+            "--branch",
+            "agent/529",
+            "--max-retries",
+            "1",
+        ],
+    );
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", server.uri());
+    let out = run(cmd).await;
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+    assert!(env
+        .message(&repo, "agent/529")
+        .contains("failed with HTTP 529 after 2 attempts: overloaded_error"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_run_replays_and_says_where_new_requests_diverge() {
+    let server = fake_api("/v1/messages", anthropic_fix_replies()).await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let recording = env.path().join("session.jsonl");
+    let mut cmd = env.agent_cmd(
+        &repo,
+        &[
+            "fix",
+            "Fix the adder",
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--branch",
+            "agent/rec",
+            "--record",
+            recording.to_str().unwrap(),
+        ],
+    );
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", server.uri());
+    assert_eq!(code(&run(cmd).await), 0);
+    drop(server);
+
+    // No server, no key: the recording answers.
+    let replay = format!("replay:{}", recording.display());
+    let out = env.agent(
+        &repo,
+        &[
+            "fix",
+            "Fix the adder",
+            "--model",
+            &replay,
+            "--branch",
+            "agent/replayed",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(env.show(&repo, "agent/replayed:calc.py"), CALC_FIXED);
+    let report = env.message(&repo, "agent/replayed");
+    assert!(
+        report.contains("Notes:\n  replay: all 2 requests matched the recording"),
+        "{report}"
+    );
+
+    let out = env.agent(
+        &repo,
+        &[
+            "fix",
+            "Fix the adder, differently",
+            "--model",
+            &replay,
+            "--branch",
+            "agent/diverged",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report = env.message(&repo, "agent/diverged");
+    assert!(
+        report.contains("replay: call 1 differs from the recording at messages[0].content[0].text"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_slow_call_ends_the_run_with_a_report() {
+    use std::io::BufRead;
+    let slow = ok(anthropic_message(
+        "end_turn",
+        json!([]),
+        anthropic_usage(1, 0, 0, 1),
+    ))
+    .set_delay(std::time::Duration::from_secs(30));
+    let server = fake_api("/v1/messages", vec![slow]).await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let mut cmd = env.agent_cmd(
+        &repo,
+        &[
+            "fix",
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--branch",
+            "agent/slow",
+        ],
+    );
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", server.uri())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        // The first line names the run; the second comes after the first test run.
+        for _ in 0..2 {
+            lines.next().unwrap().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        // SAFETY: sends SIGINT to the child this test spawned.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(code(&out), 130);
+    assert_eq!(
+        env.trailer(&repo, "agent/slow", "Agent-Outcome"),
+        "interrupted"
+    );
+}
+
+#[test]
+fn cost_refusal_and_context_budgets_hold_with_a_scripted_model() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    env.git(&repo, &["config", "agent-git.price", "3 15"]);
+    let pricey = || {
+        json!({"stop_reason": "tool_use", "usage": {"input_tokens": 1_000_000},
+               "content": [{"type": "tool_use", "id": "l", "name": "list_files", "input": {}}]})
+    };
+    let script = env.script("cost.json", json!([pricey(), pricey(), pricey()]));
+    let out = env.fix(&repo, &script, "agent/cost", &["--max-cost", "5"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let report = env.message(&repo, "agent/cost");
+    assert!(
+        report.contains("Outcome: cost-limit (the cost budget of $5.00 was spent)"),
+        "{report}"
+    );
+    assert_eq!(env.trailer(&repo, "agent/cost", "Agent-Cost"), "6.0000 USD");
+    assert_eq!(env.trailer(&repo, "agent/cost", "Agent-Turns"), "2");
+
+    let script = env.script(
+        "refuse.json",
+        json!([{"stop_reason": "refusal", "content": [{"type": "text", "text": "I will not do that."}]}]),
+    );
+    let out = env.fix(&repo, &script, "agent/refused", &[]);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(env
+        .message(&repo, "agent/refused")
+        .contains("Outcome: refused (the model refused: I will not do that.)"));
+
+    let read = |id: &str, path: &str, input_tokens: u64| {
+        json!({"stop_reason": "tool_use", "usage": {"input_tokens": input_tokens},
+               "content": [{"type": "tool_use", "id": id, "name": "read_file", "input": {"path": path}}]})
+    };
+    let search_all = || {
+        json!({"stop_reason": "tool_use", "usage": {"input_tokens": 1000},
+               "content": [{"type": "tool_use", "id": "a", "name": "search", "input": {"pattern": "."}}]})
+    };
+    let script = env.script(
+        "context.json",
+        json!([
+            search_all(),
+            read("b", "calc.py", 1000),
+            read("c", "calc.py", 9000),
+            calls("Fix.", vec![fix_add()]),
+            end_turn("Done.")
+        ]),
+    );
+    let transcript = env.path().join("t.json");
+    let out = env.fix(
+        &repo,
+        &script,
+        "agent/context",
+        &[
+            "--context-window",
+            "10000",
+            "--transcript",
+            transcript.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    let first_read = t["messages"][2]["content"][0]["content"].as_str().unwrap();
+    assert!(
+        first_read.starts_with("[removed by the harness to save context"),
+        "{first_read}"
+    );
+    let told = t["messages"][6]["content"][1]["text"].as_str().unwrap();
+    assert!(
+        told.contains("1 older tool results were replaced"),
+        "{told}"
+    );
+    assert!(env
+        .message(&repo, "agent/context")
+        .contains("context nearly full -> 1 old tool results dropped"));
+}
+
+#[test]
+fn the_key_is_not_in_the_test_environment_and_configuration_errors_exit_2() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let dump = env.path().join("env.txt");
+    let script = env.script("r.json", json!([end_turn("Done.")]));
+    let model = format!("script:{}", script.display());
+    let test_cmd = format!("env > '{}'; exit 1", dump.display());
+    let out = env
+        .agent_cmd(
+            &repo,
+            &[
+                "fix",
+                "--model",
+                &model,
+                "--branch",
+                "agent/env",
+                "--test-cmd",
+                &test_cmd,
+                "--max-turns",
+                "1",
+            ],
+        )
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("OPENAI_API_KEY", "sk-openai-secret")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let seen = std::fs::read_to_string(&dump).unwrap();
+    assert!(seen.contains("PATH="), "{seen}");
+    assert!(
+        !seen.contains(KEY) && !seen.contains("sk-openai-secret"),
+        "{seen}"
+    );
+
+    let out = env.agent(
+        &repo,
+        &[
+            "fix",
+            "--model",
+            "anthropic:claude-sonnet-4-5",
+            "--branch",
+            "agent/nokey",
+        ],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("ANTHROPIC_API_KEY is not set"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env.agent(
+        &repo,
+        &[
+            "fix",
+            "--model",
+            "openai:llama3.1",
+            "--max-cost",
+            "1",
+            "--branch",
+            "agent/noprice",
+        ],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("--max-cost needs the price of llama3.1"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(env.git(&repo, &["branch", "--list", "agent/no*"]), "");
+
+    let out = env.agent(&repo, &["fix", "--print-system-prompt"]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).contains("Test files and test-runner configuration are read-only"));
+}
