@@ -29,8 +29,8 @@ pub struct FixArgs {
     /// The branch to create [default: agent/<slug of the task>-<run id>]; must not exist.
     #[arg(long, value_name = "NAME")]
     pub branch: Option<String>,
-    /// The model: script:PATH (replies from a JSON file). Also from AGENT_GIT_MODEL or
-    /// git config agent-git.model.
+    /// The model: anthropic:MODEL, openai:MODEL, script:PATH or replay:PATH. Also from
+    /// AGENT_GIT_MODEL or git config agent-git.model.
     #[arg(long, value_name = "SPEC", env = "AGENT_GIT_MODEL")]
     pub model: Option<String>,
     /// Shell command that runs the tests, in the run's work tree [default: git config
