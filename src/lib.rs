@@ -6,6 +6,7 @@ pub mod guard;
 pub mod model;
 pub mod report;
 pub mod run;
+pub mod sandbox;
 pub mod settings;
 pub mod testrun;
 pub mod tools;

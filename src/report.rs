@@ -29,6 +29,8 @@ pub struct Report<'a> {
     pub max_cost: Option<f64>,
     /// What the model adapter wants said (a replay's divergences).
     pub notes: &'a [String],
+    /// How commands and tests were confined.
+    pub sandbox: &'a str,
 }
 
 impl Report<'_> {
@@ -55,6 +57,9 @@ impl Report<'_> {
         let why = match self.outcome {
             Outcome::Passed => "the tests pass".to_string(),
             Outcome::TurnLimit => format!("the turn budget of {} was spent", self.max_turns),
+            Outcome::Stuck => {
+                "the same tool call gave the same result 5 times in a row".to_string()
+            }
             Outcome::CostLimit => match self.max_cost {
                 Some(max) => format!("the cost budget of ${max:.2} was spent"),
                 None => "the cost budget was spent".to_string(),
@@ -80,6 +85,7 @@ impl Report<'_> {
         out.push(format!("Turns: {} of {}", self.turns, self.max_turns));
         out.push(format!("Tokens: {}", self.tokens_line()));
         out.push(format!("Cost: {}", self.cost_text()));
+        out.push(format!("Sandbox: {}", self.sandbox));
         out.push(String::new());
         out.push("What was tried:".to_string());
         if self.actions.is_empty() {
@@ -303,6 +309,7 @@ mod tests {
             cost: Some(0.0123),
             max_cost: None,
             notes: &[],
+            sandbox: "no network",
         };
         let expected = "\
 agent-git: tests still fail after 2 turns: Fix the adder
@@ -314,6 +321,7 @@ Outcome: turn-limit (the turn budget of 2 was spent)
 Turns: 2 of 2
 Tokens: 1200 input, 300 output, 0 cache write, 3600 cache read (75% of input read from the cache)
 Cost: $0.0123
+Sandbox: no network
 
 What was tried:
   [1] edit calc.py -> commit 1a2b3c4

@@ -4,6 +4,7 @@ use crate::agent::{Agent, Budget, Outcome, RunResult};
 use crate::guard::{Guard, Protection};
 use crate::model::Model;
 use crate::report::Report;
+use crate::sandbox::{Limits, Mode, Sandbox};
 use crate::testrun::TestPlan;
 use crate::tools::Registry;
 use crate::verify::Verifier;
@@ -28,6 +29,7 @@ pub struct RunPlan {
     pub system: String,
     pub keep_worktree: bool,
     pub transcript: Option<PathBuf>,
+    pub sandbox: Mode,
 }
 
 pub struct Finished {
@@ -64,7 +66,7 @@ pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Fini
         workspace.path().display()
     ));
     let result = run_in(&mut plan, &workspace, &interrupt, progress, &runtime);
-    let finished = result.and_then(|r| write_report(&plan, &workspace, r));
+    let finished = result.and_then(|(r, sandbox)| write_report(&plan, &workspace, r, &sandbox));
     if !plan.keep_worktree {
         if let Err(e) = workspace.remove_worktree() {
             progress(&format!("could not remove the work tree: {e}"));
@@ -101,13 +103,17 @@ fn run_in(
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     runtime: &tokio::runtime::Runtime,
-) -> Result<RunResult, RunError> {
+) -> Result<(RunResult, String), RunError> {
     let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
     let guard = Guard::new(workspace.path(), plan.protection.clone()).map_err(|e| harness(&e))?;
+    let sandbox = Sandbox::start(plan.sandbox, guard.root(), Limits::default())
+        .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
+    progress(&format!("sandbox: {}", sandbox.describe()));
     let verifier = Verifier {
         workspace,
         protection: &plan.protection,
         plan: &plan.tests,
+        sandbox: &sandbox,
         interrupt,
     };
     let registry = Registry::builtin();
@@ -132,7 +138,7 @@ fn run_in(
             ));
         }
     }
-    Ok(result)
+    Ok((result, sandbox.describe()))
 }
 
 fn write_transcript(
@@ -149,6 +155,7 @@ fn write_report(
     plan: &RunPlan,
     workspace: &Workspace,
     result: RunResult,
+    sandbox: &str,
 ) -> Result<Finished, RunError> {
     let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
     let files = workspace.diffstat().map_err(|e| harness(&e))?;
@@ -172,6 +179,7 @@ fn write_report(
         cost: plan.budget.cost(&result.usage),
         max_cost: plan.budget.max_cost,
         notes: &notes,
+        sandbox,
     };
     let message = report.message();
     let report_commit = workspace.commit_report(&message).map_err(|e| harness(&e))?;

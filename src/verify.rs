@@ -2,6 +2,7 @@
 //! they are in the base commit, then puts the work tree back to the branch's last commit.
 
 use crate::guard::Protection;
+use crate::sandbox::Sandbox;
 use crate::testrun::{TestPlan, TestResult};
 use crate::workspace::{Workspace, WorkspaceError};
 use std::sync::atomic::AtomicBool;
@@ -21,6 +22,7 @@ pub struct Verifier<'a> {
     pub workspace: &'a Workspace,
     pub protection: &'a Protection,
     pub plan: &'a TestPlan,
+    pub sandbox: &'a Sandbox,
     pub interrupt: &'a AtomicBool,
 }
 
@@ -29,7 +31,7 @@ impl Verifier<'_> {
         self.workspace.restore_protected(self.protection)?;
         let result = self
             .plan
-            .run(self.workspace.path(), self.interrupt)
+            .run(self.sandbox, self.interrupt)
             .map_err(|source| VerifyError::Start {
                 command: self.plan.label.clone(),
                 source,

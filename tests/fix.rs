@@ -138,7 +138,8 @@ fn a_wrong_edit_is_rejected_by_the_tests_then_the_right_one_passes() {
             "write_file",
             "edit_file",
             "delete_file",
-            "run_tests"
+            "run_tests",
+            "run_command"
         ]
     );
     let messages = t["messages"].as_array().unwrap();
@@ -487,8 +488,8 @@ fn ctrl_c_ends_the_run_with_a_report_and_leaves_the_checkout_alone() {
     let repo = env.calc_repo();
     std::fs::write(repo.join("calc.py"), "# uncommitted work\n").unwrap();
     let before = UserState::capture(&env, &repo);
-    let marker = env.path().join("still-running");
-    let test_cmd = format!("sleep 2; touch '{}'", marker.display());
+    // The marker goes where the sandboxed command may write: the kept work tree.
+    let test_cmd = "sleep 2; touch survived.txt".to_string();
     let script = env.script("r.json", json!([end_turn("Done.")]));
     let model = format!("script:{}", script.display());
     let mut child = env
@@ -502,6 +503,8 @@ fn ctrl_c_ends_the_run_with_a_report_and_leaves_the_checkout_alone() {
                 "agent/int",
                 "--test-cmd",
                 &test_cmd,
+                "--keep-worktree",
+                "--json",
             ],
         )
         .stdout(std::process::Stdio::piped())
@@ -528,10 +531,20 @@ fn ctrl_c_ends_the_run_with_a_report_and_leaves_the_checkout_alone() {
     );
     assert!(report.contains("touch"), "{report}");
     assert_eq!(UserState::capture(&env, &repo), before);
-    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(
+        env.git(&repo, &["worktree", "list"]).lines().count(),
+        2,
+        "kept, as asked"
+    );
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let worktree = std::path::PathBuf::from(v["worktree"].as_str().unwrap());
+    assert!(worktree.join("calc.py").exists());
     // Had the test command survived, it would have touched the marker by now.
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    assert!(!marker.exists(), "the test command was killed with the run");
+    assert!(
+        !worktree.join("survived.txt").exists(),
+        "the test command was killed with the run"
+    );
 }
 
 #[test]

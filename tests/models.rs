@@ -580,10 +580,9 @@ fn cost_refusal_and_context_budgets_hold_with_a_scripted_model() {
 fn the_key_is_not_in_the_test_environment_and_configuration_errors_exit_2() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let dump = env.path().join("env.txt");
     let script = env.script("r.json", json!([end_turn("Done.")]));
     let model = format!("script:{}", script.display());
-    let test_cmd = format!("env > '{}'; exit 1", dump.display());
+    let transcript = env.path().join("t.json");
     let out = env
         .agent_cmd(
             &repo,
@@ -594,9 +593,11 @@ fn the_key_is_not_in_the_test_environment_and_configuration_errors_exit_2() {
                 "--branch",
                 "agent/env",
                 "--test-cmd",
-                &test_cmd,
+                "env; exit 1",
                 "--max-turns",
                 "1",
+                "--transcript",
+                transcript.to_str().unwrap(),
             ],
         )
         .env("ANTHROPIC_API_KEY", KEY)
@@ -604,7 +605,12 @@ fn the_key_is_not_in_the_test_environment_and_configuration_errors_exit_2() {
         .output()
         .unwrap();
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let seen = std::fs::read_to_string(&dump).unwrap();
+    // The first message carries the test command's output: its whole environment.
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
+    let seen = t["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(seen.contains("PATH="), "{seen}");
     assert!(
         !seen.contains(KEY) && !seen.contains("sk-openai-secret"),

@@ -22,6 +22,8 @@ pub enum Outcome {
     Passed,
     TurnLimit,
     CostLimit,
+    /// The same tool call kept giving the same result.
+    Stuck,
     ModelError(String),
     /// The model declined the task.
     Refused(String),
@@ -36,6 +38,7 @@ impl Outcome {
             Outcome::Passed => "passed",
             Outcome::TurnLimit => "turn-limit",
             Outcome::CostLimit => "cost-limit",
+            Outcome::Stuck => "stuck",
             Outcome::ModelError(_) => "model-error",
             Outcome::Refused(_) => "refused",
             Outcome::Interrupted => "interrupted",
@@ -48,7 +51,7 @@ impl Outcome {
     pub fn exit_code(&self) -> u8 {
         match self {
             Outcome::Passed => 0,
-            Outcome::TurnLimit | Outcome::CostLimit => 1,
+            Outcome::TurnLimit | Outcome::CostLimit | Outcome::Stuck => 1,
             Outcome::ModelError(_) | Outcome::Refused(_) => 3,
             Outcome::HarnessError(_) => 4,
             Outcome::Interrupted => 130,
@@ -67,6 +70,8 @@ pub struct Action {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
     pub max_turns: u32,
+    /// The longest one run_command may take.
+    pub max_command_secs: u64,
     /// Dollars; needs a price to mean anything.
     pub max_cost: Option<f64>,
     pub price: Option<Price>,
@@ -114,6 +119,9 @@ struct Loop {
     usage: Usage,
     /// Tokens of the last request and its reply: how full the context window is.
     context_used: u64,
+    /// The last tool call with its result, and how many times in a row it came back.
+    last_call: Option<String>,
+    repeats: u32,
 }
 
 impl Agent<'_> {
@@ -148,6 +156,8 @@ impl Agent<'_> {
             tests: initial,
             usage: Usage::default(),
             context_used: 0,
+            last_call: None,
+            repeats: 0,
         };
         let outcome = self.converse(&mut state, tools).await;
         let outcome = self.final_check(&mut state, outcome);
@@ -244,6 +254,9 @@ impl Agent<'_> {
                 results.push(ContentBlock::text(CUT_OFF));
             }
             state.messages.push(Message::user(results));
+            if state.repeats >= STUCK_AFTER {
+                return Ok(Some(Outcome::Stuck));
+            }
             return Ok(None);
         }
         match reply.stop_reason {
@@ -293,8 +306,22 @@ impl Agent<'_> {
             guard: self.guard,
             verifier: self.verifier,
             note,
+            max_command_secs: self.budget.max_command_secs,
         };
-        let outcome = self.registry.call(name, input, &ctx)?;
+        let mut outcome = self.registry.call(name, input, &ctx)?;
+        let key = format!("{name}\n{input}\n{}\n{}", outcome.is_error, outcome.content);
+        if state.last_call.as_ref() == Some(&key) {
+            state.repeats += 1;
+        } else {
+            state.last_call = Some(key);
+            state.repeats = 1;
+        }
+        if state.repeats == WARN_AFTER {
+            outcome.content.push_str(&format!(
+                "\n[harness: this is the same call with the same result {WARN_AFTER} times in a \
+                 row; try something different. At {STUCK_AFTER} the run stops.]"
+            ));
+        }
         let label = self.registry.label(name, input);
         self.record(state, &label, &outcome.summary);
         if let Some(oid) = outcome.commit {
@@ -358,6 +385,10 @@ impl Agent<'_> {
         }
     }
 }
+
+/// Identical calls with identical results in a row: a warning, then the end of the run.
+const WARN_AFTER: u32 = 3;
+const STUCK_AFTER: u32 = 5;
 
 const CUT_OFF: &str = "Your reply was cut off at the token limit. Continue where you stopped, \
 in smaller steps.";

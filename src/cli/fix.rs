@@ -80,6 +80,20 @@ pub struct FixArgs {
     /// Print the system prompt the model is given, and exit.
     #[arg(long)]
     pub print_system_prompt: bool,
+    /// Confine commands and tests: no network, writes only in the work tree, limits on
+    /// processes, file size and CPU. `off` runs them unconfined (the report says so); only
+    /// this flag can turn it off, never a config file.
+    #[arg(long, value_enum, default_value_t = SandboxFlag::On)]
+    pub sandbox: SandboxFlag,
+    /// The longest a run_command call may take, in seconds (the model asks for 120 by default).
+    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_command_timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SandboxFlag {
+    On,
+    Off,
 }
 
 pub fn run(args: FixArgs) -> Result<u8, CliError> {
@@ -147,7 +161,13 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             (open_model(&spec, &options).map_err(usage)?, Some(spec))
         }
     };
-    let budget = budget(&settings, spec.as_ref(), args.context_window).map_err(usage)?;
+    let budget = budget(
+        &settings,
+        spec.as_ref(),
+        args.context_window,
+        args.max_command_timeout,
+    )
+    .map_err(usage)?;
     let protection = Protection::new(&settings.protect).map_err(usage)?;
     let run_id = new_run_id();
     let branch = args
@@ -188,6 +208,10 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         system: SYSTEM_PROMPT.to_string(),
         keep_worktree: args.keep_worktree,
         transcript: args.transcript,
+        sandbox: match args.sandbox {
+            SandboxFlag::On => crate::sandbox::Mode::On,
+            SandboxFlag::Off => crate::sandbox::Mode::Off,
+        },
     })
 }
 
@@ -196,6 +220,7 @@ fn budget(
     settings: &Settings,
     spec: Option<&ModelSpec>,
     window: Option<u64>,
+    max_command_secs: u64,
 ) -> Result<Budget, String> {
     let model_name = spec.and_then(|s| match s {
         ModelSpec::Anthropic(m) | ModelSpec::OpenAi(m) => Some(m.clone()),
@@ -218,6 +243,7 @@ fn budget(
         ));
     }
     Ok(Budget {
+        max_command_secs,
         max_turns: settings.max_turns,
         max_cost: settings.max_cost,
         price,

@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod fix;
+pub mod sandbox_exec;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +35,9 @@ pub enum Command {
     Fix(Box<fix::FixArgs>),
     /// Run the fix loop on a built-in example with a scripted model (no API key, no network).
     Demo(demo::DemoArgs),
+    /// The sandbox helper that agent-git runs commands through.
+    #[command(hide = true, name = "sandbox-exec")]
+    SandboxExec(sandbox_exec::SandboxExecArgs),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -75,5 +79,6 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
         Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),
+        Command::SandboxExec(args) => Ok(sandbox_exec::run(args)),
     }
 }

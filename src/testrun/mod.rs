@@ -6,8 +6,9 @@ mod run;
 
 pub use detect::{detect, pytest_available, Detected};
 pub use parse::{parse_output, Counts, Failure, Parsed};
-pub use run::{run_shell, test_env, RawRun};
+pub use run::{run_prepared, RawRun};
 
+use crate::sandbox::Sandbox;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -62,8 +63,9 @@ impl TestPlan {
 
     /// Runs the tests in `dir` and reads the result. An I/O error here means the command could
     /// not even be started, which is the harness's failure, not the code's.
-    pub fn run(&self, dir: &Path, interrupt: &AtomicBool) -> std::io::Result<TestResult> {
-        let mut raw = run_shell(&self.command, dir, self.timeout, &test_env(), interrupt)?;
+    pub fn run(&self, sandbox: &Sandbox, interrupt: &AtomicBool) -> std::io::Result<TestResult> {
+        let dir = sandbox.work_dir();
+        let mut raw = sandbox.run(&self.command, self.timeout, interrupt)?;
         raw.output = self.relative_paths(&raw.output, dir);
         Ok(TestResult::from_raw(&self.label, raw, self.timeout))
     }
@@ -179,6 +181,7 @@ mod tests {
     fn raw(output: &str, exit_code: Option<i32>, timed_out: bool) -> RawRun {
         RawRun {
             output: output.to_string(),
+            pid: 0,
             exit_code,
             timed_out,
             interrupted: false,

@@ -2,7 +2,6 @@
 
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -15,25 +14,22 @@ const POLL: Duration = Duration::from_millis(20);
 pub struct RawRun {
     /// stdout and stderr, interleaved as written.
     pub output: String,
+    /// The process that ran (the shell, or the sandbox helper).
+    pub pid: u32,
     pub exit_code: Option<i32>,
     pub timed_out: bool,
     pub interrupted: bool,
 }
 
-pub fn run_shell(
-    command: &str,
-    dir: &Path,
+/// Runs a prepared command in its own process group, output interleaved in one file, and
+/// kills the whole group at the timeout or on interrupt.
+pub fn run_prepared(
+    mut command: Command,
     timeout: Duration,
-    env: &[(String, String)],
     interrupt: &AtomicBool,
 ) -> std::io::Result<RawRun> {
     let mut out = tempfile::tempfile()?;
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(out.try_clone()?)
@@ -57,6 +53,7 @@ pub fn run_shell(
     kill_group(child.id());
     Ok(RawRun {
         output: read_capped(&mut out)?,
+        pid: child.id(),
         exit_code: status.and_then(|s| s.code()),
         timed_out,
         interrupted,
@@ -87,28 +84,6 @@ fn read_capped(file: &mut std::fs::File) -> std::io::Result<String> {
     })
 }
 
-/// The environment of a test run: the user's, less git's own variables (a pre-push hook sets
-/// GIT_DIR, which would point the tests at the user's repository) and anything that looks like
-/// a secret; and Python is told not to litter the work tree with bytecode.
-pub fn test_env() -> Vec<(String, String)> {
-    filter_env(std::env::vars())
-}
-
-pub fn filter_env(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
-    const SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"];
-    let mut env: Vec<(String, String)> = vars
-        .into_iter()
-        .filter(|(name, _)| {
-            let upper = name.to_ascii_uppercase();
-            !upper.starts_with("GIT_")
-                && !upper.starts_with("AGENT_GIT_")
-                && !SECRET_WORDS.iter().any(|w| upper.contains(w))
-        })
-        .collect();
-    env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
-    env
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,14 +91,9 @@ mod tests {
     fn run(cmd: &str, timeout_ms: u64) -> RawRun {
         let dir = tempfile::tempdir().unwrap();
         let never = AtomicBool::new(false);
-        run_shell(
-            cmd,
-            dir.path(),
-            Duration::from_millis(timeout_ms),
-            &test_env(),
-            &never,
-        )
-        .unwrap()
+        let mut shell = Command::new("sh");
+        shell.arg("-c").arg(cmd).current_dir(dir.path());
+        run_prepared(shell, Duration::from_millis(timeout_ms), &never).unwrap()
     }
 
     #[test]
@@ -148,24 +118,6 @@ mod tests {
         assert!(
             !marker.exists(),
             "the background child outlived the timeout"
-        );
-    }
-
-    #[test]
-    fn secrets_and_git_variables_are_dropped() {
-        let env = filter_env([
-            ("PATH".to_string(), "/bin".to_string()),
-            ("ANTHROPIC_API_KEY".to_string(), "sk".to_string()),
-            ("GITHUB_TOKEN".to_string(), "t".to_string()),
-            ("GIT_DIR".to_string(), "/repo/.git".to_string()),
-            ("AGENT_GIT_MODEL".to_string(), "script:x".to_string()),
-        ]);
-        assert_eq!(
-            env,
-            vec![
-                ("PATH".to_string(), "/bin".to_string()),
-                ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
-            ]
         );
     }
 }

@@ -3,6 +3,7 @@
 
 mod edit;
 mod files;
+mod shell;
 mod tests;
 
 use crate::guard::Guard;
@@ -20,6 +21,8 @@ pub struct ToolContext<'a> {
     pub verifier: &'a Verifier<'a>,
     /// What the model said alongside the call: the body of the commit the call may make.
     pub note: &'a str,
+    /// The longest a run_command may take.
+    pub max_command_secs: u64,
 }
 
 impl ToolContext<'_> {
@@ -89,6 +92,7 @@ impl Registry {
                 Box::new(edit::EditFile),
                 Box::new(edit::DeleteFile),
                 Box::new(tests::RunTests),
+                Box::new(shell::RunCommand),
             ],
         }
     }

@@ -35,6 +35,23 @@ pub enum CommitOutcome {
     Refused(Vec<String>),
 }
 
+/// The state a shell command must leave as it found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    head: Oid,
+    dot_git: Vec<u8>,
+}
+
+/// What the harness did with a shell command's effects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absorbed {
+    /// Protected paths the command changed, now as they were.
+    pub reverted: Vec<String>,
+    /// Git state the command moved, now put back.
+    pub restored: Vec<String>,
+    pub commit: CommitOutcome,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FileStat {
     pub path: String,
@@ -182,11 +199,79 @@ impl Workspace {
         protection: &Protection,
     ) -> Result<Vec<String>, WorkspaceError> {
         let base_tree = self.repo.find_commit(self.base)?.tree()?;
+        self.restore_protected_to(&base_tree, protection)
+    }
+
+    /// What a command must not have moved: the branch tip, HEAD, the work tree's `.git` file.
+    pub fn snapshot(&self) -> Result<Snapshot, WorkspaceError> {
+        Ok(Snapshot {
+            head: self.head()?,
+            dot_git: std::fs::read(self.worktree_path.join(".git")).unwrap_or_default(),
+        })
+    }
+
+    /// After a shell command: puts back a moved HEAD or branch and a rewritten `.git` file,
+    /// reverts changes to protected paths, and commits everything else as one commit.
+    pub fn absorb_command(
+        &self,
+        subject: &str,
+        body: &str,
+        protection: &Protection,
+        before: &Snapshot,
+    ) -> Result<Absorbed, WorkspaceError> {
+        let mut restored = Vec::new();
+        let dot_git = self.worktree_path.join(".git");
+        if std::fs::read(&dot_git).unwrap_or_default() != before.dot_git {
+            std::fs::write(&dot_git, &before.dot_git)
+                .map_err(|e| git2::Error::from_str(&format!("cannot restore .git: {e}")))?;
+            restored.push("the work tree's .git file".to_string());
+        }
+        let branch_ref = format!("refs/heads/{}", self.branch);
+        let head_target = self
+            .repo
+            .find_reference("HEAD")?
+            .symbolic_target_bytes()
+            .map(|t| String::from_utf8_lossy(t).into_owned());
+        let tip = self.repo.refname_to_id(&branch_ref).ok();
+        if tip != Some(before.head) {
+            self.repo.reference(
+                &branch_ref,
+                before.head,
+                true,
+                "agent-git: restore the run's branch",
+            )?;
+            restored.push(format!("branch {}", self.branch));
+        }
+        if head_target.as_deref() != Some(branch_ref.as_str()) {
+            self.repo.set_head(&branch_ref)?;
+            restored.push("HEAD".to_string());
+        }
+        if !restored.is_empty() {
+            // The index may name another commit's tree now; rebuild it from the branch.
+            let mut index = self.repo.index()?;
+            index.read_tree(&self.repo.find_commit(before.head)?.tree()?)?;
+            index.write()?;
+        }
+        let head_tree = self.repo.find_commit(before.head)?.tree()?;
+        let reverted = self.restore_protected_to(&head_tree, protection)?;
+        let commit = self.commit_changes(subject, body, protection)?;
+        Ok(Absorbed {
+            reverted,
+            restored,
+            commit,
+        })
+    }
+
+    fn restore_protected_to(
+        &self,
+        base_tree: &git2::Tree,
+        protection: &Protection,
+    ) -> Result<Vec<String>, WorkspaceError> {
         let mut opts = DiffOptions::new();
         opts.include_untracked(true).recurse_untracked_dirs(true);
         let diff = self
             .repo
-            .diff_tree_to_workdir(Some(&base_tree), Some(&mut opts))?;
+            .diff_tree_to_workdir(Some(base_tree), Some(&mut opts))?;
         let mut restored = Vec::new();
         let mut from_base = 0;
         let mut checkout = CheckoutBuilder::new();

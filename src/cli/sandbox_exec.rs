@@ -1,0 +1,43 @@
+//! `agent-git sandbox-exec` (hidden): the sandbox helper. agent-git runs it; people do not.
+
+use crate::sandbox::helper::{self, HelperArgs};
+use clap::Args;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Args)]
+pub struct SandboxExecArgs {
+    #[arg(long)]
+    work: PathBuf,
+    #[arg(long)]
+    private: PathBuf,
+    #[arg(long)]
+    max_processes: u64,
+    #[arg(long)]
+    max_file_size: u64,
+    #[arg(long)]
+    max_cpu: u64,
+    #[arg(long)]
+    no_network_isolation: bool,
+    #[arg(long)]
+    no_landlock: bool,
+    #[arg(long)]
+    probe: bool,
+    #[arg(last = true)]
+    command: Vec<OsString>,
+}
+
+pub fn run(args: SandboxExecArgs) -> u8 {
+    let code = helper::run(&HelperArgs {
+        work: args.work,
+        private: args.private,
+        max_processes: args.max_processes,
+        max_file_size: args.max_file_size,
+        max_cpu: args.max_cpu,
+        network: !args.no_network_isolation,
+        landlock: !args.no_landlock,
+        probe: args.probe,
+        command: args.command,
+    });
+    u8::try_from(code.clamp(0, 255)).unwrap_or(u8::MAX)
+}

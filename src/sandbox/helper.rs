@@ -1,0 +1,293 @@
+//! The sandbox helper's own work, run in the short-lived, single-threaded process that
+//! `agent-git sandbox-exec` starts: confine itself, then run the command as init of a new PID
+//! namespace and pass its exit status on. Syscalls live here and nowhere else.
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    ABI,
+};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// The exit status of a helper that could not confine a command (so did not run it).
+pub const SANDBOX_FAILED: i32 = 125;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelperArgs {
+    pub work: PathBuf,
+    pub private: PathBuf,
+    pub max_processes: u64,
+    pub max_file_size: u64,
+    pub max_cpu: u64,
+    pub network: bool,
+    pub landlock: bool,
+    /// Report which layers hold, then exit without running anything.
+    pub probe: bool,
+    pub command: Vec<OsString>,
+}
+
+pub fn run(args: &HelperArgs) -> i32 {
+    let network = if args.network {
+        isolate_network()
+    } else {
+        Err("not requested".into())
+    };
+    let processes = limit_processes(args.max_processes);
+    let limits = set_rlimits(args);
+    let filesystem = if args.landlock {
+        confine_writes(&args.work, &args.private)
+    } else {
+        Err("not requested".into())
+    };
+    if args.probe {
+        let show = |r: &Result<String, String>| match r {
+            Ok(how) => format!("ok {how}"),
+            Err(e) => format!("error {e}"),
+        };
+        println!("network {}", show(&network.map(|_| String::new())));
+        println!("filesystem {}", show(&filesystem.map(|_| String::new())));
+        println!("processes {}", show(&processes));
+        return 0;
+    }
+    let failures = [
+        (args.network, network.err()),
+        (args.landlock, filesystem.err()),
+        (true, limits.err()),
+    ];
+    for (wanted, failure) in failures {
+        if let (true, Some(e)) = (wanted, failure) {
+            eprintln!("agent-git sandbox: {e}; the command was not run");
+            return SANDBOX_FAILED;
+        }
+    }
+    run_as_namespace_init(&args.command)
+}
+
+/// Reads the probe's three lines back into layers.
+pub fn parse_probe(text: &str) -> super::Layers {
+    let field = |name: &str| -> Result<String, String> {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix(name).map(str::trim))
+            .ok_or_else(|| format!("the sandbox helper did not report on {name}"))?;
+        match line.split_once(' ').unwrap_or((line, "")) {
+            ("ok", how) => Ok(how.to_string()),
+            (_, why) => Err(why.to_string()),
+        }
+    };
+    super::Layers {
+        network: field("network").map(|_| ()),
+        filesystem: field("filesystem").map(|_| ()),
+        processes: field("processes"),
+    }
+}
+
+fn errno(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+/// A fresh network namespace with only its own loopback, brought up so that servers the
+/// command starts for itself can be reached.
+fn isolate_network() -> Result<(), String> {
+    // SAFETY: plain syscalls on this single-threaded process, with checked results.
+    unsafe {
+        let uid = libc::geteuid();
+        let gid = libc::getegid();
+        if uid == 0 {
+            if libc::unshare(libc::CLONE_NEWNET) != 0 {
+                return Err(errno("cannot create a network namespace"));
+            }
+        } else {
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
+                return Err(errno("cannot create a user and network namespace"));
+            }
+            // Map our own ids, so files keep their owner.
+            let write = |path: &str, text: String| {
+                std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
+            };
+            write("/proc/self/setgroups", "deny".into())?;
+            write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+            write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+        }
+        loopback_up()
+    }
+}
+
+unsafe fn loopback_up() -> Result<(), String> {
+    let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if fd < 0 {
+        return Err(errno("cannot open a socket to bring up loopback"));
+    }
+    let mut request: libc::ifreq = std::mem::zeroed();
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    let mut result = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request);
+    if result == 0 {
+        request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        result = libc::ioctl(fd, libc::SIOCSIFFLAGS, &request);
+    }
+    let failure = (result != 0).then(|| errno("cannot bring up loopback"));
+    libc::close(fd);
+    failure.map_or(Ok(()), Err)
+}
+
+/// The pids cgroup this helper joins, so a fork bomb meets a ceiling. Root is not bound by
+/// RLIMIT_NPROC, so for root only a cgroup limits processes.
+fn cgroup_dir(pid: u32) -> Vec<(PathBuf, &'static str)> {
+    vec![
+        (
+            PathBuf::from(format!("/sys/fs/cgroup/pids/agent-git/{pid}")),
+            "cgroup.procs",
+        ),
+        (
+            PathBuf::from(format!("/sys/fs/cgroup/agent-git-{pid}")),
+            "cgroup.procs",
+        ),
+    ]
+}
+
+fn limit_processes(max: u64) -> Result<String, String> {
+    let pid = std::process::id();
+    for (dir, procs) in cgroup_dir(pid) {
+        let joined = std::fs::create_dir_all(&dir)
+            .and_then(|_| std::fs::write(dir.join("pids.max"), max.to_string()))
+            .and_then(|_| std::fs::write(dir.join(procs), pid.to_string()));
+        match joined {
+            Ok(()) => return Ok(format!("at most {max} processes (cgroup)")),
+            Err(_) => {
+                let _ = std::fs::remove_dir(&dir);
+            }
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        let limit = processes_of_this_user() + max;
+        return set_limit(libc::RLIMIT_NPROC, limit, limit)
+            .map(|_| format!("at most {max} more processes (RLIMIT_NPROC)"));
+    }
+    Err("no writable pids cgroup, and RLIMIT_NPROC does not bind root".into())
+}
+
+/// Removes the cgroup a finished helper made (the helper cannot: it is gone by then).
+pub fn remove_cgroup(helper_pid: u32) {
+    for (dir, _) in cgroup_dir(helper_pid) {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+fn processes_of_this_user() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| e.metadata().is_ok_and(|m| m.uid() == uid))
+        .count() as u64
+}
+
+fn set_limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> Result<(), String> {
+    let limit = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: setrlimit reads the struct we pass; the result is checked.
+    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+        return Err(errno("cannot set a resource limit"));
+    }
+    Ok(())
+}
+
+fn set_rlimits(args: &HelperArgs) -> Result<(), String> {
+    set_limit(libc::RLIMIT_FSIZE, args.max_file_size, args.max_file_size)?;
+    set_limit(libc::RLIMIT_CPU, args.max_cpu, args.max_cpu + 5)?;
+    set_limit(libc::RLIMIT_CORE, 0, 0)
+}
+
+/// Reading and running anything stays allowed; writing only in the work tree, the private
+/// dir and a few devices. The repository's git directory (which holds the work tree) is
+/// thereby read-only but for the work tree itself.
+fn confine_writes(work: &Path, private: &Path) -> Result<(), String> {
+    let abi = ABI::V5;
+    let devices = [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/tty",
+        "/dev/ptmx",
+        "/dev/pts",
+    ];
+    let status = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .and_then(|r| r.create())
+        .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
+        .and_then(|r| r.add_rules(path_beneath_rules([work, private], AccessFs::from_all(abi))))
+        .and_then(|r| r.add_rules(path_beneath_rules(devices, AccessFs::from_all(abi))))
+        .and_then(|r| r.restrict_self())
+        .map_err(|e| format!("Landlock: {e}"))?;
+    match status.ruleset {
+        RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced => Ok(()),
+        RulesetStatus::NotEnforced => Err("this kernel does not enforce Landlock".into()),
+    }
+}
+
+/// Runs the command as pid 1 of a new PID namespace: when it dies, the kernel kills every
+/// process it left behind, however it detached them.
+fn run_as_namespace_init(command: &[OsString]) -> i32 {
+    let Some((program, rest)) = command.split_first() else {
+        eprintln!("agent-git sandbox: no command given");
+        return SANDBOX_FAILED;
+    };
+    // SAFETY: unshare on this single-threaded process; the result is checked.
+    if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
+        eprintln!(
+            "agent-git sandbox: {}",
+            errno("cannot create a PID namespace")
+        );
+        return SANDBOX_FAILED;
+    }
+    match std::process::Command::new(program).args(rest).status() {
+        Ok(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+        }
+        Err(e) => {
+            eprintln!(
+                "agent-git sandbox: cannot run {}: {e}",
+                program.to_string_lossy()
+            );
+            SANDBOX_FAILED
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_lines_parse_into_layers() {
+        let layers = parse_probe("network ok \nfilesystem error Landlock: not supported\nprocesses ok at most 512 processes (cgroup)\n");
+        assert_eq!(layers.network, Ok(()));
+        assert_eq!(layers.filesystem, Err("Landlock: not supported".into()));
+        assert_eq!(
+            layers.processes,
+            Ok("at most 512 processes (cgroup)".into())
+        );
+        assert!(!layers.confines());
+        assert!(parse_probe("").network.is_err());
+    }
+}
