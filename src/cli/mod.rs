@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 const EXIT_CODES: &str = "\
 Exit codes:
   0    the tests pass
-  1    the run ended with tests failing at a budget (turns or cost; report written)
+  1    the run ended with tests failing: a budget (turns, cost) or stuck (report written)
   2    usage or setup error, before any branch exists
   3    the model failed or refused (report written)
   4    the harness failed after the branch was created (git or the test command)
