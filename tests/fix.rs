@@ -85,23 +85,18 @@ fn a_wrong_edit_is_rejected_by_the_tests_then_the_right_one_passes() {
         "edit_file",
         json!({"path": "calc.py", "old_text": "return b - a", "new_text": "return a + b"}),
     );
-    let script = env.script(
-        "r.json",
+    let run = env.fix_scripted(
+        &repo,
+        "agent/two",
         json!([
             calls("Swap the operands.", vec![wrong]),
             end_turn("Done."),
             calls("It must add.", vec![right]),
             end_turn("Done now."),
         ]),
+        &[],
     );
-    let transcript = env.path().join("transcript.json");
-    let out = env.fix(
-        &repo,
-        &script,
-        "agent/two",
-        &["--transcript", transcript.to_str().unwrap()],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(run.code(), 0, "{}", run.stderr());
     assert_eq!(
         env.subjects(&repo, "agent/two"),
         vec![
@@ -121,9 +116,11 @@ fn a_wrong_edit_is_rejected_by_the_tests_then_the_right_one_passes() {
     );
 
     // The transcript holds the whole conversation, the failures fed back included.
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
-    assert!(t["system"].as_str().unwrap().contains("read-only"));
-    let tools: Vec<&str> = t["tools"]
+    assert!(run.transcript["system"]
+        .as_str()
+        .unwrap()
+        .contains("read-only"));
+    let tools: Vec<&str> = run.transcript["tools"]
         .as_array()
         .unwrap()
         .iter()
@@ -142,7 +139,7 @@ fn a_wrong_edit_is_rejected_by_the_tests_then_the_right_one_passes() {
             "run_command"
         ]
     );
-    let messages = t["messages"].as_array().unwrap();
+    let messages = run.transcript["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 8, "first message, 4 replies, 3 answers");
     let feedback = messages[4]["content"][0]["text"].as_str().unwrap();
     assert!(feedback.contains("They still fail"), "{feedback}");
@@ -153,30 +150,28 @@ fn a_wrong_edit_is_rejected_by_the_tests_then_the_right_one_passes() {
 fn ending_the_turn_while_tests_fail_gets_the_failures_back() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let script = env.script(
-        "r.json",
+    let run = env.fix_scripted(
+        &repo,
+        "agent/claims",
         json!([
             end_turn("All good, I think."),
             calls("Fine, fixing.", vec![fix_add()]),
             end_turn("Fixed.")
         ]),
+        &[],
     );
-    let transcript = env.path().join("t.json");
-    let out = env.fix(
-        &repo,
-        &script,
-        "agent/claims",
-        &["--transcript", transcript.to_str().unwrap()],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
-    let first = t["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let first = run.transcript["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap();
     assert!(first.starts_with("Task: Fix the adder"), "{first}");
     assert!(
         first.contains("1 passed, 1 failed"),
         "the first message carries the test result: {first}"
     );
-    let feedback = t["messages"][2]["content"][0]["text"].as_str().unwrap();
+    let feedback = run.transcript["messages"][2]["content"][0]["text"]
+        .as_str()
+        .unwrap();
     assert!(
         feedback.contains("- test_calc.py::test_add: AssertionError"),
         "{feedback}"
@@ -298,8 +293,9 @@ fn bad_tool_calls_are_errors_for_the_model_and_the_run_goes_on() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
     let outside = env.path().join("outside.txt");
-    let script = env.script(
-        "r.json",
+    let run = env.fix_scripted(
+        &repo,
+        "agent/bad",
         json!([
             calls(
                 "Try things.",
@@ -329,19 +325,12 @@ fn bad_tool_calls_are_errors_for_the_model_and_the_run_goes_on() {
             calls("Now properly.", vec![fix_add()]),
             end_turn("Done."),
         ]),
+        &[],
     );
-    let transcript = env.path().join("t.json");
-    let out = env.fix(
-        &repo,
-        &script,
-        "agent/bad",
-        &["--transcript", transcript.to_str().unwrap()],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(!outside.exists());
     assert!(!repo.join(".git/hooks/pre-commit").exists());
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
-    let results = t["messages"][2]["content"].as_array().unwrap();
+    let results = run.transcript["messages"][2]["content"].as_array().unwrap();
     assert_eq!(results.len(), 8, "one tool_result per tool_use, in order");
     let expect = [
         ("a", "unknown tool `launch_rockets`"),
@@ -558,27 +547,18 @@ fn a_cut_off_reply_is_continued_and_ignored_paths_are_not_written() {
             (".gitignore", "build/\n"),
         ],
     );
-    let script = env.script(
-        "r.json",
-        json!([
+    let run = env.fix_scripted(&repo, "agent/cut", json!([
             {"stop_reason": "max_tokens", "content": [{"type": "text", "text": "Let me think about this at len"}]},
             calls("Stash a copy.", vec![tool("b", "write_file", json!({"path": "build/calc.py", "content": "x"}))]),
             calls("Fix.", vec![fix_add()]),
             end_turn("Done."),
-        ]),
-    );
-    let transcript = env.path().join("t.json");
-    let out = env.fix(
-        &repo,
-        &script,
-        "agent/cut",
-        &["--transcript", transcript.to_str().unwrap()],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
-    let nudge = t["messages"][2]["content"][0]["text"].as_str().unwrap();
+        ]), &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let nudge = run.transcript["messages"][2]["content"][0]["text"]
+        .as_str()
+        .unwrap();
     assert!(nudge.contains("cut off at the token limit"), "{nudge}");
-    let ignored = &t["messages"][4]["content"][0];
+    let ignored = &run.transcript["messages"][4]["content"][0];
     assert_eq!(ignored["is_error"], true);
     assert!(
         ignored["content"]

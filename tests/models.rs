@@ -537,36 +537,26 @@ fn cost_refusal_and_context_budgets_hold_with_a_scripted_model() {
         json!({"stop_reason": "tool_use", "usage": {"input_tokens": 1000},
                "content": [{"type": "tool_use", "id": "a", "name": "search", "input": {"pattern": "."}}]})
     };
-    let script = env.script(
-        "context.json",
-        json!([
-            search_all(),
-            read("b", "calc.py", 1000),
-            read("c", "calc.py", 9000),
-            calls("Fix.", vec![fix_add()]),
-            end_turn("Done.")
-        ]),
-    );
-    let transcript = env.path().join("t.json");
-    let out = env.fix(
+    let replies = json!([
+        search_all(),
+        read("b", "calc.py", 1000),
+        read("c", "calc.py", 9000),
+        calls("Fix.", vec![fix_add()]),
+        end_turn("Done.")
+    ]);
+    let run = env.fix_scripted(
         &repo,
-        &script,
         "agent/context",
-        &[
-            "--context-window",
-            "10000",
-            "--transcript",
-            transcript.to_str().unwrap(),
-        ],
+        replies,
+        &["--context-window", "10000"],
     );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
-    let first_read = t["messages"][2]["content"][0]["content"].as_str().unwrap();
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let first_read = run.messages()[2]["content"][0]["content"].as_str().unwrap();
     assert!(
         first_read.starts_with("[removed by the harness to save context"),
         "{first_read}"
     );
-    let told = t["messages"][6]["content"][1]["text"].as_str().unwrap();
+    let told = run.messages()[6]["content"][1]["text"].as_str().unwrap();
     assert!(
         told.contains("1 older tool results were replaced"),
         "{told}"
@@ -580,34 +570,19 @@ fn cost_refusal_and_context_budgets_hold_with_a_scripted_model() {
 fn the_key_is_not_in_the_test_environment_and_configuration_errors_exit_2() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let script = env.script("r.json", json!([end_turn("Done.")]));
-    let model = format!("script:{}", script.display());
-    let transcript = env.path().join("t.json");
-    let out = env
-        .agent_cmd(
-            &repo,
-            &[
-                "fix",
-                "--model",
-                &model,
-                "--branch",
-                "agent/env",
-                "--test-cmd",
-                "env; exit 1",
-                "--max-turns",
-                "1",
-                "--transcript",
-                transcript.to_str().unwrap(),
-            ],
-        )
-        .env("ANTHROPIC_API_KEY", KEY)
-        .env("OPENAI_API_KEY", "sk-openai-secret")
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/env",
+        json!([end_turn("Done.")]),
+        &["--test-cmd", "env; exit 1", "--max-turns", "1"],
+        |cmd| {
+            cmd.env("ANTHROPIC_API_KEY", KEY)
+                .env("OPENAI_API_KEY", "sk-openai-secret");
+        },
+    );
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     // The first message carries the test command's output: its whole environment.
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
-    let seen = t["messages"][0]["content"][0]["text"]
+    let seen = run.messages()[0]["content"][0]["text"]
         .as_str()
         .unwrap()
         .to_string();

@@ -6,9 +6,9 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-fn results(transcript: &std::path::Path, message: usize) -> Vec<Value> {
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(transcript).unwrap()).unwrap();
-    t["messages"][message]["content"]
+/// The content blocks of one message of a run's conversation.
+fn results(run: &Run, message: usize) -> Vec<Value> {
+    run.messages()[message]["content"]
         .as_array()
         .unwrap()
         .clone()
@@ -25,8 +25,9 @@ fn writes_edits_and_deletes_of_test_files_are_refused_and_nothing_is_committed()
             ("tests/__init__.py", ""),
         ],
     );
-    let script = env.script(
-        "r.json",
+    let run = env.fix_scripted(
+        &repo,
+        "agent/sneaky",
         json!([calls(
             "Make the test agree with the code.",
             vec![
@@ -58,17 +59,11 @@ fn writes_edits_and_deletes_of_test_files_are_refused_and_nothing_is_committed()
                 ),
             ]
         ),]),
+        &[],
     );
-    let transcript = env.path().join("t.json");
-    let out = env.fix(
-        &repo,
-        &script,
-        "agent/sneaky",
-        &["--transcript", transcript.to_str().unwrap()],
-    );
-    assert_eq!(code(&out), 3, "the script ends: {}", stderr(&out));
+    assert_eq!(run.code(), 3, "the script ends: {}", run.stderr());
 
-    let results = results(&transcript, 2);
+    let results = results(&run, 2);
     assert_eq!(results.len(), 6);
     for result in &results {
         assert_eq!(result["is_error"], true, "{result}");
@@ -110,8 +105,9 @@ fn a_symlink_to_a_test_file_does_not_open_a_way_in() {
     std::os::unix::fs::symlink("/tmp", repo.join("tmp_link")).unwrap();
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-q", "-m", "links"]);
-    let script = env.script(
-        "r.json",
+    let run = env.fix_scripted(
+        &repo,
+        "agent/link",
         json!([
             calls(
                 "Through the link.",
@@ -131,16 +127,10 @@ fn a_symlink_to_a_test_file_does_not_open_a_way_in() {
             calls("Fix.", vec![fix_add()]),
             end_turn("Done."),
         ]),
+        &[],
     );
-    let transcript = env.path().join("t.json");
-    let out = env.fix(
-        &repo,
-        &script,
-        "agent/link",
-        &["--transcript", transcript.to_str().unwrap()],
-    );
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let results = results(&transcript, 2);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let results = results(&run, 2);
     assert!(results[0]["content"]
         .as_str()
         .unwrap()
@@ -170,8 +160,9 @@ fn more_protected_patterns_come_from_flags_git_config_and_agentgit() {
     env.git(&repo, &["config", "agent-git.protect", "fixtures/"]);
     let write =
         |id: &str, path: &str| tool(id, "write_file", json!({"path": path, "content": "2\n"}));
-    let script = env.script(
-        "r.json",
+    let run = env.fix_scripted(
+        &repo,
+        "agent/patterns",
         json!([
             calls(
                 "Try them all.",
@@ -185,23 +176,10 @@ fn more_protected_patterns_come_from_flags_git_config_and_agentgit() {
             ),
             end_turn("Done."),
         ]),
+        &["--protect", "golden/", "--max-turns", "2"],
     );
-    let transcript = env.path().join("t.json");
-    let out = env.fix(
-        &repo,
-        &script,
-        "agent/patterns",
-        &[
-            "--protect",
-            "golden/",
-            "--max-turns",
-            "2",
-            "--transcript",
-            transcript.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let flags: Vec<bool> = results(&transcript, 2)
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let flags: Vec<bool> = results(&run, 2)
         .iter()
         .map(|r| r["is_error"] == true)
         .collect();

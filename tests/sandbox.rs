@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use std::path::Path;
 
 fn run(id: &str, command: &str) -> Value {
     tool(id, "run_command", json!({"command": command}))
@@ -20,45 +19,6 @@ fn run_with_timeout(id: &str, command: &str, secs: u64) -> Value {
         "run_command",
         json!({"command": command, "timeout_secs": secs}),
     )
-}
-
-/// The tool results of the transcript, by tool_use id.
-fn results(transcript: &Path) -> std::collections::HashMap<String, (bool, String)> {
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(transcript).unwrap()).unwrap();
-    let mut out = std::collections::HashMap::new();
-    for message in t["messages"].as_array().unwrap() {
-        for block in message["content"].as_array().unwrap() {
-            if block["type"] == "tool_result" {
-                out.insert(
-                    block["tool_use_id"].as_str().unwrap().to_string(),
-                    (
-                        block["is_error"] == true,
-                        block["content"].as_str().unwrap().to_string(),
-                    ),
-                );
-            }
-        }
-    }
-    out
-}
-
-fn fix_with_transcript(
-    env: &TestEnv,
-    repo: &Path,
-    replies: Value,
-    branch: &str,
-) -> (std::process::Output, std::path::PathBuf) {
-    let script = env.script(&format!("{}.json", branch.replace('/', "-")), replies);
-    let transcript = env
-        .path()
-        .join(format!("{}.transcript.json", branch.replace('/', "-")));
-    let out = env.fix(
-        repo,
-        &script,
-        branch,
-        &["--transcript", transcript.to_str().unwrap()],
-    );
-    (out, transcript)
 }
 
 #[test]
@@ -80,15 +40,15 @@ fn shell_changes_to_tests_are_reverted_and_the_rest_is_committed() {
         calls("Fix the code instead.", vec![run("fix", "sed -i 's/return a - b/return a + b/' calc.py")]),
         end_turn("Done."),
     ]);
-    let (out, transcript) = fix_with_transcript(&env, &repo, replies, "agent/shell");
+    let run = env.fix_scripted(&repo, "agent/shell", replies, &[]);
     assert_eq!(
-        code(&out),
+        run.code(),
         0,
         "judged on the original tests, and they pass: {}",
-        stderr(&out)
+        run.stderr()
     );
 
-    let r = results(&transcript);
+    let r = run.results();
     for id in ["sed", "rm", "mv", "conftest", "ini", "through"] {
         let (is_error, text) = &r[id];
         assert!(*is_error, "{id}: {text}");
@@ -173,9 +133,9 @@ fn shell_cannot_move_branches_or_write_git_hooks() {
         calls("Fix.", vec![fix_add()]),
         end_turn("Done."),
     ]);
-    let (out, transcript) = fix_with_transcript(&env, &repo, replies, "agent/git");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let r = results(&transcript);
+    let run = env.fix_scripted(&repo, "agent/git", replies, &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.results();
     assert!(r["commit"].1.starts_with("exit code "), "{}", r["commit"].1);
     assert!(
         !r["commit"].1.starts_with("exit code 0"),
@@ -225,28 +185,12 @@ fn shell_cannot_write_outside_reach_the_network_or_see_secrets() {
         calls("Fix.", vec![fix_add()]),
         end_turn("Done."),
     ]);
-    let script = env.script("escape.json", replies);
-    let transcript = env.path().join("escape.transcript.json");
-    let model = format!("script:{}", script.display());
-    let out = env
-        .agent_cmd(
-            &repo,
-            &[
-                "fix",
-                "--model",
-                &model,
-                "--branch",
-                "agent/escape",
-                "--transcript",
-                transcript.to_str().unwrap(),
-            ],
-        )
-        .env("ANTHROPIC_API_KEY", "sk-ant-secret-for-the-sandbox-test")
-        .env("GITHUB_TOKEN", "ghp-secret-for-the-sandbox-test")
-        .output()
-        .unwrap();
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
-    let r = results(&transcript);
+    let run = env.fix_scripted_with(&repo, "agent/escape", replies, &[], |cmd| {
+        cmd.env("ANTHROPIC_API_KEY", "sk-ant-secret-for-the-sandbox-test")
+            .env("GITHUB_TOKEN", "ghp-secret-for-the-sandbox-test");
+    });
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.results();
     assert!(!outside.exists(), "{}", r["marker"].1);
     assert!(!real_home.join(".profile").exists(), "{}", r["dotfile"].1);
     assert!(!real_home.join(".bashrc").exists());
@@ -294,10 +238,10 @@ fn endless_loops_and_fork_bombs_are_ended_by_the_limits() {
         end_turn("Done."),
     ]);
     let started = std::time::Instant::now();
-    let (out, transcript) = fix_with_transcript(&env, &repo, replies, "agent/spin");
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let run = env.fix_scripted(&repo, "agent/spin", replies, &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
-    let r = results(&transcript);
+    let r = run.results();
     assert!(
         r["loop"].1.starts_with("killed after 2 s (timeout)"),
         "{}",
@@ -321,12 +265,11 @@ fn repeating_the_same_call_is_noticed_then_ends_the_run() {
     let repo = env.calc_repo();
     let look = || calls("Look again.", vec![tool("l", "list_files", json!({}))]);
     let replies = json!([look(), look(), look(), look(), look(), look()]);
-    let (out, transcript) = fix_with_transcript(&env, &repo, replies, "agent/stuck");
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let run = env.fix_scripted(&repo, "agent/stuck", replies, &[]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
     assert_eq!(env.trailer(&repo, "agent/stuck", "Agent-Outcome"), "stuck");
     assert_eq!(env.trailer(&repo, "agent/stuck", "Agent-Turns"), "5");
-    let t: Value = serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
-    let third = t["messages"][6]["content"][0]["content"].as_str().unwrap();
+    let third = run.messages()[6]["content"][0]["content"].as_str().unwrap();
     assert!(
         third.contains("same call with the same result 3 times in a row"),
         "{third}"

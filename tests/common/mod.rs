@@ -99,8 +99,12 @@ impl TestEnv {
         cmd
     }
 
-    /// `agent-git fix TASK --model script:SCRIPT --branch BRANCH [extra]`.
+    /// `agent-git fix "Fix the adder" --model script:SCRIPT --branch BRANCH [extra]`.
     pub fn fix(&self, dir: &Path, script: &Path, branch: &str, extra: &[&str]) -> Output {
+        self.fix_cmd(dir, script, branch, extra).output().unwrap()
+    }
+
+    pub fn fix_cmd(&self, dir: &Path, script: &Path, branch: &str, extra: &[&str]) -> Command {
         let model = format!("script:{}", script.display());
         let mut args = vec![
             "fix",
@@ -111,7 +115,7 @@ impl TestEnv {
             branch,
         ];
         args.extend_from_slice(extra);
-        self.agent(dir, &args)
+        self.agent_cmd(dir, &args)
     }
 
     /// The full message of a commit.
@@ -229,4 +233,75 @@ fn read_tree(root: &Path, dir: &Path, skip_git: bool) -> BTreeMap<PathBuf, Vec<u
         }
     }
     files
+}
+
+/// A finished run of the real binary, with the transcript it wrote.
+pub struct Run {
+    pub out: Output,
+    pub transcript: Value,
+}
+
+impl Run {
+    pub fn code(&self) -> i32 {
+        code(&self.out)
+    }
+
+    pub fn stderr(&self) -> String {
+        stderr(&self.out)
+    }
+
+    pub fn messages(&self) -> &Vec<Value> {
+        self.transcript["messages"].as_array().unwrap()
+    }
+
+    /// Every tool result of the conversation by tool_use id: (is_error, content).
+    pub fn results(&self) -> std::collections::HashMap<String, (bool, String)> {
+        let mut out = std::collections::HashMap::new();
+        for message in self.messages() {
+            for block in message["content"].as_array().unwrap() {
+                if block["type"] == "tool_result" {
+                    let id = block["tool_use_id"].as_str().unwrap().to_string();
+                    let text = block["content"].as_str().unwrap().to_string();
+                    out.insert(id, (block["is_error"] == true, text));
+                }
+            }
+        }
+        out
+    }
+}
+
+pub fn read_transcript(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+impl TestEnv {
+    /// `agent-git fix "Fix the adder"` with `replies` as its scripted model, on `branch`,
+    /// with a transcript to read back.
+    pub fn fix_scripted(&self, repo: &Path, branch: &str, replies: Value, extra: &[&str]) -> Run {
+        self.fix_scripted_with(repo, branch, replies, extra, |_| {})
+    }
+
+    /// The same, with a hook to adjust the command (its environment, say).
+    pub fn fix_scripted_with(
+        &self,
+        repo: &Path,
+        branch: &str,
+        replies: Value,
+        extra: &[&str],
+        adjust: impl FnOnce(&mut Command),
+    ) -> Run {
+        let name = branch.replace('/', "-");
+        let script = self.script(&format!("{name}.json"), replies);
+        let transcript = self.path().join(format!("{name}.transcript.json"));
+        let transcript_arg = transcript.display().to_string();
+        let mut args = vec!["--transcript", &transcript_arg];
+        args.extend_from_slice(extra);
+        let mut cmd = self.fix_cmd(repo, &script, branch, &args);
+        adjust(&mut cmd);
+        let out = cmd.output().unwrap();
+        let transcript = std::fs::read_to_string(&transcript)
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap_or(Value::Null);
+        Run { out, transcript }
+    }
 }
