@@ -169,10 +169,29 @@ fn limit_processes(max: u64) -> Result<String, String> {
     Err("no writable pids cgroup, and RLIMIT_NPROC does not bind root".into())
 }
 
-/// Removes the cgroup a finished helper made (the helper cannot: it is gone by then).
+/// Removes the cgroup a finished helper made (the helper cannot: it is gone by then). A
+/// killed command's processes may take a moment to be reaped; any still listed are killed.
 pub fn remove_cgroup(helper_pid: u32) {
-    for (dir, _) in cgroup_dir(helper_pid) {
-        let _ = std::fs::remove_dir(dir);
+    for (dir, procs) in cgroup_dir(helper_pid) {
+        for _ in 0..100 {
+            match std::fs::remove_dir(&dir) {
+                Ok(()) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(_) => {
+                    let listed = std::fs::read_to_string(dir.join(procs)).unwrap_or_default();
+                    for pid in listed
+                        .lines()
+                        .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
+                    {
+                        // SAFETY: kill(2) with plain integers; these processes are ours.
+                        unsafe {
+                            libc::kill(pid, libc::SIGKILL);
+                        }
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+        }
     }
 }
 
