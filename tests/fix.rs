@@ -463,6 +463,10 @@ fn the_demo_runs_the_real_flow_without_a_key_or_network() {
         "the wrong edit is rejected: {text}"
     );
     assert!(
+        text.contains("run `python3 -c 'from calc import add; print(add(2, 3))'` -> exit code 0"),
+        "{text}"
+    );
+    assert!(
         text.contains("edit test_calc.py -> refused: protected"),
         "{text}"
     );

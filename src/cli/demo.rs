@@ -122,8 +122,15 @@ fn script() -> Vec<Reply> {
         ),
         reply(
             ToolUse,
-            "Checking.",
-            vec![tool("t7", "run_tests", json!({}))],
+            "Checking by hand, then with the tests.",
+            vec![
+                tool(
+                    "t7",
+                    "run_command",
+                    json!({"command": "python3 -c 'from calc import add; print(add(2, 3))'"}),
+                ),
+                tool("t8", "run_tests", json!({})),
+            ],
         ),
         reply(EndTurn, "add() now returns a + b; the tests pass.", vec![]),
     ]

@@ -154,7 +154,7 @@ fn limit_processes(max: u64) -> Result<String, String> {
             .and_then(|_| std::fs::write(dir.join("pids.max"), max.to_string()))
             .and_then(|_| std::fs::write(dir.join(procs), pid.to_string()));
         match joined {
-            Ok(()) => return Ok(format!("at most {max} processes (cgroup)")),
+            Ok(()) => return Ok(format!("cgroup pids.max {max}")),
             Err(_) => {
                 let _ = std::fs::remove_dir(&dir);
             }
@@ -164,7 +164,7 @@ fn limit_processes(max: u64) -> Result<String, String> {
     if unsafe { libc::geteuid() } != 0 {
         let limit = processes_of_this_user() + max;
         return set_limit(libc::RLIMIT_NPROC, limit, limit)
-            .map(|_| format!("at most {max} more processes (RLIMIT_NPROC)"));
+            .map(|_| format!("RLIMIT_NPROC, {max} more than the user runs"));
     }
     Err("no writable pids cgroup, and RLIMIT_NPROC does not bind root".into())
 }
@@ -299,13 +299,10 @@ mod tests {
 
     #[test]
     fn probe_lines_parse_into_layers() {
-        let layers = parse_probe("network ok \nfilesystem error Landlock: not supported\nprocesses ok at most 512 processes (cgroup)\n");
+        let layers = parse_probe("network ok \nfilesystem error Landlock: not supported\nprocesses ok cgroup pids.max 512\n");
         assert_eq!(layers.network, Ok(()));
         assert_eq!(layers.filesystem, Err("Landlock: not supported".into()));
-        assert_eq!(
-            layers.processes,
-            Ok("at most 512 processes (cgroup)".into())
-        );
+        assert_eq!(layers.processes, Ok("cgroup pids.max 512".into()));
         assert!(!layers.confines());
         assert!(parse_probe("").network.is_err());
     }
