@@ -56,6 +56,7 @@ impl Report<'_> {
     fn outcome_line(&self) -> String {
         let why = match self.outcome {
             Outcome::Passed => "the tests pass".to_string(),
+            Outcome::AlreadyPassing => "the tests passed before any change".to_string(),
             Outcome::TurnLimit => format!("the turn budget of {} was spent", self.max_turns),
             Outcome::Stuck => {
                 "the same tool call gave the same result 5 times in a row".to_string()

@@ -30,6 +30,8 @@ pub struct RunPlan {
     pub keep_worktree: bool,
     pub transcript: Option<PathBuf>,
     pub sandbox: Mode,
+    /// Stop before the model is called if the tests already pass; keep no branch then.
+    pub only_if_failing: bool,
 }
 
 pub struct Finished {
@@ -66,6 +68,11 @@ pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Fini
         workspace.path().display()
     ));
     let result = run_in(&mut plan, &workspace, &interrupt, progress, &runtime);
+    if let Ok((r, _)) = &result {
+        if r.outcome == Outcome::AlreadyPassing {
+            return nothing_to_do(&plan, workspace, r);
+        }
+    }
     let finished = result.and_then(|(r, sandbox)| write_report(&plan, &workspace, r, &sandbox));
     if !plan.keep_worktree {
         if let Err(e) = workspace.remove_worktree() {
@@ -73,6 +80,42 @@ pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Fini
         }
     }
     finished
+}
+
+/// The tests passed before any change and nothing was asked of the model: the run leaves no
+/// trace, neither work tree nor branch.
+fn nothing_to_do(
+    plan: &RunPlan,
+    workspace: Workspace,
+    result: &RunResult,
+) -> Result<Finished, RunError> {
+    workspace
+        .discard()
+        .map_err(|e| RunError::Harness(format!("cannot remove the run's branch: {e}")))?;
+    let base = plan.base.id.to_string();
+    let message = format!(
+        "agent-git: the tests already pass at {} ({}); nothing to do, no branch kept\n",
+        &base[..7],
+        result.tests.summary()
+    );
+    let json = json!({
+        "run_id": plan.run_id,
+        "branch": null,
+        "base": base,
+        "outcome": result.outcome.name(),
+        "turns": 0,
+        "tests": {"passed": true, "summary": result.tests.summary(), "failing": []},
+        "commits": [],
+        "report_commit": null,
+        "worktree": null,
+        "usage": result.usage,
+        "cost_usd": 0.0,
+    });
+    Ok(Finished {
+        outcome: result.outcome.clone(),
+        message,
+        json,
+    })
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM sets `flag`: the run stops at the next step and still writes its
@@ -127,6 +170,7 @@ fn run_in(
         budget: plan.budget,
         interrupt,
         progress,
+        only_if_failing: plan.only_if_failing,
     };
     let result = runtime.block_on(agent.run(&plan.task, &tools));
     if let Some(path) = &plan.transcript {

@@ -20,6 +20,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Passed,
+    /// The tests passed before any change and the run was asked to stop then (`--if-failing`).
+    AlreadyPassing,
     TurnLimit,
     CostLimit,
     /// The same tool call kept giving the same result.
@@ -36,6 +38,7 @@ impl Outcome {
     pub fn name(&self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
+            Outcome::AlreadyPassing => "already-passing",
             Outcome::TurnLimit => "turn-limit",
             Outcome::CostLimit => "cost-limit",
             Outcome::Stuck => "stuck",
@@ -50,7 +53,7 @@ impl Outcome {
     /// refusal, 4 harness error, 130 interrupted.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Outcome::Passed => 0,
+            Outcome::Passed | Outcome::AlreadyPassing => 0,
             Outcome::TurnLimit | Outcome::CostLimit | Outcome::Stuck => 1,
             Outcome::ModelError(_) | Outcome::Refused(_) => 3,
             Outcome::HarnessError(_) => 4,
@@ -106,6 +109,8 @@ pub struct Agent<'a> {
     pub interrupt: &'a AtomicBool,
     /// Progress lines (one per tool call) go here; the CLI sends them to stderr.
     pub progress: &'a mut dyn FnMut(&str),
+    /// End the run before the first model call when the tests already pass.
+    pub only_if_failing: bool,
 }
 
 struct Loop {
@@ -143,6 +148,17 @@ impl Agent<'_> {
             }
         };
         (self.progress)(&format!("tests before any change: {}", initial.summary()));
+        if self.only_if_failing && initial.passed {
+            return RunResult {
+                outcome: Outcome::AlreadyPassing,
+                turns: 0,
+                actions: Vec::new(),
+                commits: Vec::new(),
+                tests: initial,
+                messages: Vec::new(),
+                usage: Usage::default(),
+            };
+        }
         let first = format!(
             "Task: {task}\n\nBefore any change, the harness ran the tests.\n{}",
             describe_for_model(&initial)

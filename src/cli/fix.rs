@@ -85,6 +85,10 @@ pub struct FixArgs {
     /// this flag can turn it off, never a config file.
     #[arg(long, value_enum, default_value_t = SandboxFlag::On)]
     pub sandbox: SandboxFlag,
+    /// Stop before the model is called when the tests already pass at the base, and keep no
+    /// branch (outcome already-passing, exit 0). For hooks and CI jobs.
+    #[arg(long)]
+    pub if_failing: bool,
     /// The longest a run_command call may take, in seconds (the model asks for 120 by default).
     #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_command_timeout: u64,
@@ -208,6 +212,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         system: SYSTEM_PROMPT.to_string(),
         keep_worktree: args.keep_worktree,
         transcript: args.transcript,
+        only_if_failing: args.if_failing,
         sandbox: match args.sandbox {
             SandboxFlag::On => crate::sandbox::Mode::On,
             SandboxFlag::Off => crate::sandbox::Mode::Off,

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0    the tests pass
+  0    the tests pass (or already passed, with --if-failing)
   1    the run ended with tests failing: a budget (turns, cost) or stuck (report written)
   2    usage or setup error, before any branch exists
   3    the model failed or refused (report written)

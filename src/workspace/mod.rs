@@ -338,6 +338,15 @@ impl Workspace {
         Ok(stats)
     }
 
+    /// Removes the worktree and the branch: for a run that made nothing worth keeping.
+    pub fn discard(self) -> Result<(), WorkspaceError> {
+        self.remove_worktree()?;
+        let main = Repository::open(&self.common_dir)?;
+        main.find_branch(&self.branch, git2::BranchType::Local)?
+            .delete()?;
+        Ok(())
+    }
+
     /// Removes the linked worktree; the branch stays.
     pub fn remove_worktree(&self) -> Result<(), WorkspaceError> {
         let main = Repository::open(&self.common_dir)?;
