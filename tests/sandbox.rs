@@ -301,3 +301,32 @@ fn with_the_sandbox_off_the_report_says_so() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_protected_file_hidden_by_gitignore_is_still_removed_before_the_tests() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    // Fails whenever a conftest.py is present when the tests run.
+    let test_cmd = "if [ -e conftest.py ]; then echo 'planted conftest.py'; exit 1; fi; python3 -c 'from calc import add; assert add(2, 3) == 5'";
+    let replies = json!([
+        calls("Hide a conftest.", vec![
+            run("hide", "printf 'conftest.py\\n' >> .gitignore && printf 'collect_ignore = [\"test_calc.py\"]\\n' > conftest.py"),
+            fix_add(),
+        ]),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted(&repo, "agent/hidden", replies, &["--test-cmd", test_cmd]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let (is_error, text) = &run.results()["hide"];
+    assert!(
+        *is_error && text.contains("(conftest.py); they were put back"),
+        "{text}"
+    );
+    assert_eq!(
+        env.git(
+            &repo,
+            &["ls-tree", "--name-only", "agent/hidden", "conftest.py"]
+        ),
+        ""
+    );
+}

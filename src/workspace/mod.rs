@@ -163,7 +163,7 @@ impl Workspace {
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
-            .include_ignored(false);
+            .include_ignored(true);
         let statuses = self.repo.statuses(Some(&mut opts))?;
         let mut dirs = Vec::new();
         for entry in statuses.iter().filter(|e| e.status().is_wt_new()) {
@@ -267,8 +267,13 @@ impl Workspace {
         base_tree: &git2::Tree,
         protection: &Protection,
     ) -> Result<Vec<String>, WorkspaceError> {
+        // Ignored files count too (a model may ignore a conftest.py it plants), but ignored
+        // directories are not entered: node_modules holds test files that are not ours.
         let mut opts = DiffOptions::new();
-        opts.include_untracked(true).recurse_untracked_dirs(true);
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(true)
+            .recurse_ignored_dirs(false);
         let diff = self
             .repo
             .diff_tree_to_workdir(Some(base_tree), Some(&mut opts))?;
@@ -280,13 +285,15 @@ impl Workspace {
             let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
                 continue;
             };
-            if !protection.is_protected(path) {
+            let full = self.worktree_path.join(path);
+            let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
+            if is_dir || !protection.is_protected(path) {
                 continue;
             }
             if base_tree.get_path(path).is_ok() {
                 checkout.path(path);
                 from_base += 1;
-            } else if let Err(e) = std::fs::remove_file(self.worktree_path.join(path)) {
+            } else if let Err(e) = std::fs::remove_file(&full) {
                 if e.kind() != std::io::ErrorKind::NotFound {
                     return Err(git2::Error::from_str(&format!(
                         "cannot remove {}: {e}",
