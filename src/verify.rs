@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 pub enum VerifyError {
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
-    #[error("cannot start the test command `{command}`: {source}")]
+    #[error("cannot start `{command}`: {source}")]
     Start {
         command: String,
         source: std::io::Error,

@@ -145,8 +145,8 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     layers.extend(config_layers(&repo, base.id).map_err(usage)?);
     let settings = merge(&layers);
 
-    let (model, spec) = match model {
-        Some(model) => (model, None),
+    let model = match model {
+        Some(model) => model,
         None => {
             let spec = settings.model.as_deref().ok_or_else(|| {
                 usage(
@@ -162,12 +162,12 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
                 request_timeout: Duration::from_secs(args.request_timeout),
                 record: args.record.clone(),
             };
-            (open_model(&spec, &options).map_err(usage)?, Some(spec))
+            open_model(&spec, &options).map_err(usage)?
         }
     };
     let budget = budget(
         &settings,
-        spec.as_ref(),
+        model.model_name(),
         args.context_window,
         args.max_command_timeout,
     )
@@ -223,17 +223,10 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
 /// The run's limits. A cost limit needs a price: from config, else the built-in table.
 fn budget(
     settings: &Settings,
-    spec: Option<&ModelSpec>,
+    model_name: Option<String>,
     window: Option<u64>,
     max_command_secs: u64,
 ) -> Result<Budget, String> {
-    let model_name = spec.and_then(|s| match s {
-        ModelSpec::Anthropic(m) | ModelSpec::OpenAi(m) => Some(m.clone()),
-        ModelSpec::Replay(path) => crate::model::ReplayModel::from_file(path)
-            .ok()
-            .map(|r| r.recorded_model().1),
-        ModelSpec::Script(_) => None,
-    });
     let price = match (&settings.price, &model_name) {
         (Some(text), _) => Some(Price::parse(text)?),
         (None, Some(name)) => Price::for_model(name),

@@ -141,6 +141,10 @@ impl Model for HttpModel {
         format!("{}:{}", self.provider.name(), self.provider.model())
     }
 
+    fn model_name(&self) -> Option<String> {
+        Some(self.provider.model().to_string())
+    }
+
     async fn reply(&mut self, request: &Request<'_>) -> Result<Reply, ModelError> {
         self.calls += 1;
         let body = self.provider.body(request);

@@ -218,6 +218,11 @@ pub trait Model: Send {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// The provider's model name, for prices and context windows; None for a script.
+    fn model_name(&self) -> Option<String> {
+        None
+    }
 }
 
 #[cfg(test)]

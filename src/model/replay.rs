@@ -69,11 +69,6 @@ impl ReplayModel {
             divergences: Vec::new(),
         })
     }
-
-    /// The model whose prices and context window apply: the recorded one.
-    pub fn recorded_model(&self) -> (&'static str, String) {
-        (self.provider.name(), self.provider.model().to_string())
-    }
 }
 
 /// Where two JSON values first differ, as a path like `messages[3].content[0].text`.
@@ -140,6 +135,11 @@ impl Model for ReplayModel {
             ));
         }
         self.provider.parse(&response)
+    }
+
+    /// The recorded model: its prices and context window apply to the replay.
+    fn model_name(&self) -> Option<String> {
+        Some(self.provider.model().to_string())
     }
 
     fn notes(&self) -> Vec<String> {

@@ -26,7 +26,7 @@ pub struct TestPlan {
     /// How reports name the command (the built-in runner's temp path means nothing to a reader).
     pub label: String,
     pub timeout: Duration,
-    _runner_dir: Option<tempfile::TempDir>,
+    runner_dir: Option<tempfile::TempDir>,
 }
 
 impl TestPlan {
@@ -35,7 +35,7 @@ impl TestPlan {
             label: command.clone(),
             command,
             timeout,
-            _runner_dir: None,
+            runner_dir: None,
         }
     }
 
@@ -50,7 +50,7 @@ impl TestPlan {
             command: format!("python3 '{}'", script.display()),
             label: "built-in Python runner".to_string(),
             timeout,
-            _runner_dir: Some(dir),
+            runner_dir: Some(dir),
         })
     }
 
@@ -75,7 +75,7 @@ impl TestPlan {
     /// conversation differ from the last (and every replay diverge).
     fn relative_paths(&self, output: &str, dir: &Path) -> String {
         let mut text = output.to_string();
-        if let Some(runner) = &self._runner_dir {
+        if let Some(runner) = &self.runner_dir {
             text = text.replace(&runner.path().display().to_string(), "agent-git-runner");
         }
         let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
