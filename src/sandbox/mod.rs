@@ -208,39 +208,12 @@ impl Sandbox {
 
     /// One line for the start of a run and its report.
     pub fn describe(&self) -> String {
-        let Some(layers) = &self.layers else {
-            return "off (--sandbox off): commands and tests ran unconfined, with the allowlisted environment".into();
-        };
-        let part = |r: &Result<(), String>, ok: &str, what: &str| match r {
-            Ok(()) => ok.to_string(),
-            Err(e) => format!("{what} NOT confined ({e})"),
-        };
-        let processes = match &layers.processes {
-            Ok(how) => format!("processes limited ({how})"),
-            Err(e) => format!("processes NOT limited ({e})"),
-        };
-        format!(
-            "{}; {}; {processes}",
-            part(&layers.network, "no network (own loopback only)", "network"),
-            part(
-                &layers.filesystem,
-                "writes only in the work tree and a private temp dir (Landlock)",
-                "writes"
-            ),
-        )
+        describe(self.layers.as_ref())
     }
 
     /// Why the model's commands may not run here, if they may not.
     pub fn refusal(&self) -> Option<String> {
-        match (&self.mode, &self.layers) {
-            (Mode::Off, _) => None,
-            (Mode::On, Some(layers)) if layers.confines() => None,
-            _ => Some(format!(
-                "refused: the sandbox is not available on this machine ({}); run_command is \
-                 disabled unless the user passes --sandbox off",
-                self.describe()
-            )),
-        }
+        refusal(self.mode, self.layers.as_ref())
     }
 
     /// `sh -c shell` in the work tree, confined as far as this machine allows.
@@ -274,6 +247,46 @@ impl Sandbox {
     }
 }
 
+/// One line for the start of a run and its report: which layers hold, or that none was asked.
+pub fn describe(layers: Option<&Layers>) -> String {
+    let Some(layers) = layers else {
+        return "off (--sandbox off): commands and tests ran unconfined, with the allowlisted \
+                environment"
+            .into();
+    };
+    let part = |r: &Result<(), String>, ok: &str, what: &str| match r {
+        Ok(()) => ok.to_string(),
+        Err(e) => format!("{what} NOT confined ({e})"),
+    };
+    let processes = match &layers.processes {
+        Ok(how) => format!("processes limited ({how})"),
+        Err(e) => format!("processes NOT limited ({e})"),
+    };
+    format!(
+        "{}; {}; {processes}",
+        part(&layers.network, "no network (own loopback only)", "network"),
+        part(
+            &layers.filesystem,
+            "writes only in the work tree and a private temp dir (Landlock)",
+            "writes"
+        ),
+    )
+}
+
+/// Why the model's commands may not run, if they may not: the sandbox is on but cannot
+/// confine the network or the filesystem here.
+pub fn refusal(mode: Mode, layers: Option<&Layers>) -> Option<String> {
+    match (mode, layers) {
+        (Mode::Off, _) => None,
+        (Mode::On, Some(layers)) if layers.confines() => None,
+        _ => Some(format!(
+            "refused: the sandbox is not available on this machine ({}); run_command is \
+             disabled unless the user passes --sandbox off",
+            describe(layers)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +317,40 @@ mod tests {
                 "600",
                 "--no-landlock"
             ]
+        );
+    }
+
+    #[test]
+    fn commands_are_refused_unless_network_and_writes_are_confined() {
+        let layers = |network: Result<(), String>, filesystem: Result<(), String>| Layers {
+            network,
+            filesystem,
+            processes: Err("no cgroup".into()),
+        };
+        let full = layers(Ok(()), Ok(()));
+        assert_eq!(
+            refusal(Mode::On, Some(&full)),
+            None,
+            "process limits alone do not block"
+        );
+        let no_landlock = layers(Ok(()), Err("Landlock: not supported".into()));
+        let why = refusal(Mode::On, Some(&no_landlock)).unwrap();
+        assert!(
+            why.contains("writes NOT confined (Landlock: not supported)"),
+            "{why}"
+        );
+        assert!(
+            why.contains("unless the user passes --sandbox off"),
+            "{why}"
+        );
+        let no_net = layers(Err("EPERM".into()), Ok(()));
+        assert!(refusal(Mode::On, Some(&no_net)).is_some());
+        assert_eq!(refusal(Mode::Off, None), None);
+        assert!(describe(None).starts_with("off (--sandbox off)"));
+        assert_eq!(
+            describe(Some(&full)),
+            "no network (own loopback only); writes only in the work tree and a private temp dir \
+             (Landlock); processes NOT limited (no cgroup)"
         );
     }
 
