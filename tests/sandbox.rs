@@ -118,6 +118,7 @@ fn shell_cannot_move_branches_or_write_git_hooks() {
                 run("reset", "git reset --hard HEAD~0"),
                 run("checkout", "git checkout -q feature"),
                 run("branch", "git branch -f feature HEAD"),
+                run("branch-main", "git branch -f main HEAD"),
                 run("update-ref", "git update-ref refs/heads/main HEAD"),
                 run(
                     "hook",
