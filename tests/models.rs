@@ -84,6 +84,24 @@ fn anthropic_fix_replies() -> Vec<ResponseTemplate> {
     ]
 }
 
+/// `agent-git fix "Fix the adder" --model MODEL --branch BRANCH [extra]` with a key, against
+/// the fake Anthropic API.
+fn claude_fix(
+    env: &TestEnv,
+    repo: &std::path::Path,
+    server: &MockServer,
+    model: &str,
+    branch: &str,
+    extra: &[&str],
+) -> Command {
+    let mut args = vec!["fix", "Fix the adder", "--model", model, "--branch", branch];
+    args.extend_from_slice(extra);
+    let mut cmd = env.agent_cmd(repo, &args);
+    cmd.env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", server.uri());
+    cmd
+}
+
 fn strip_cache_control(mut value: Value) -> Value {
     match &mut value {
         Value::Object(map) => {
@@ -114,15 +132,13 @@ async fn a_fix_run_against_the_anthropic_api_retries_caches_and_keeps_the_key_se
     let repo = env.calc_repo();
     let transcript = env.path().join("t.json");
     let recording = env.path().join("rec.jsonl");
-    let mut cmd = env.agent_cmd(
+    let cmd = claude_fix(
+        &env,
         &repo,
+        &server,
+        "anthropic:claude-sonnet-4-5",
+        "agent/claude",
         &[
-            "fix",
-            "Fix the adder",
-            "--model",
-            "anthropic:claude-sonnet-4-5",
-            "--branch",
-            "agent/claude",
             "--max-tokens",
             "2048",
             "--transcript",
@@ -131,8 +147,6 @@ async fn a_fix_run_against_the_anthropic_api_retries_caches_and_keeps_the_key_se
             recording.to_str().unwrap(),
         ],
     );
-    cmd.env("ANTHROPIC_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", server.uri());
     let out = run(cmd).await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
@@ -300,18 +314,14 @@ async fn a_401_is_not_retried_and_the_report_says_what_to_fix() {
     let server = fake_api("/v1/messages", vec![unauthorized]).await;
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let mut cmd = env.agent_cmd(
+    let cmd = claude_fix(
+        &env,
         &repo,
-        &[
-            "fix",
-            "--model",
-            "anthropic:claude-sonnet-4-5",
-            "--branch",
-            "agent/401",
-        ],
+        &server,
+        "anthropic:claude-sonnet-4-5",
+        "agent/401",
+        &[],
     );
-    cmd.env("ANTHROPIC_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", server.uri());
     let out = run(cmd).await;
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
@@ -337,18 +347,14 @@ async fn rate_limits_wait_as_told_and_retries_end_at_the_budget() {
     let server = fake_api("/v1/messages", replies).await;
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let mut cmd = env.agent_cmd(
+    let cmd = claude_fix(
+        &env,
         &repo,
-        &[
-            "fix",
-            "--model",
-            "anthropic:claude-haiku-4-5",
-            "--branch",
-            "agent/429",
-        ],
+        &server,
+        "anthropic:claude-haiku-4-5",
+        "agent/429",
+        &[],
     );
-    cmd.env("ANTHROPIC_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", server.uri());
     let out = run(cmd).await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
@@ -365,20 +371,14 @@ async fn rate_limits_wait_as_told_and_retries_end_at_the_budget() {
         vec![overloaded(), overloaded(), overloaded()],
     )
     .await;
-    let mut cmd = env.agent_cmd(
+    let cmd = claude_fix(
+        &env,
         &repo,
-        &[
-            "fix",
-            "--model",
-            "anthropic:claude-haiku-4-5",
-            "--branch",
-            "agent/529",
-            "--max-retries",
-            "1",
-        ],
+        &server,
+        "anthropic:claude-haiku-4-5",
+        "agent/529",
+        &["--max-retries", "1"],
     );
-    cmd.env("ANTHROPIC_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", server.uri());
     let out = run(cmd).await;
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
@@ -393,21 +393,14 @@ async fn a_recorded_run_replays_and_says_where_new_requests_diverge() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
     let recording = env.path().join("session.jsonl");
-    let mut cmd = env.agent_cmd(
+    let cmd = claude_fix(
+        &env,
         &repo,
-        &[
-            "fix",
-            "Fix the adder",
-            "--model",
-            "anthropic:claude-sonnet-4-5",
-            "--branch",
-            "agent/rec",
-            "--record",
-            recording.to_str().unwrap(),
-        ],
+        &server,
+        "anthropic:claude-sonnet-4-5",
+        "agent/rec",
+        &["--record", recording.to_str().unwrap()],
     );
-    cmd.env("ANTHROPIC_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", server.uri());
     assert_eq!(code(&run(cmd).await), 0);
     drop(server);
 
@@ -463,19 +456,15 @@ async fn ctrl_c_during_a_slow_call_ends_the_run_with_a_report() {
     let server = fake_api("/v1/messages", vec![slow]).await;
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let mut cmd = env.agent_cmd(
+    let mut cmd = claude_fix(
+        &env,
         &repo,
-        &[
-            "fix",
-            "--model",
-            "anthropic:claude-sonnet-4-5",
-            "--branch",
-            "agent/slow",
-        ],
+        &server,
+        "anthropic:claude-sonnet-4-5",
+        "agent/slow",
+        &[],
     );
-    cmd.env("ANTHROPIC_API_KEY", KEY)
-        .env("ANTHROPIC_BASE_URL", server.uri())
-        .stdout(std::process::Stdio::piped())
+    cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let out = tokio::task::spawn_blocking(move || {
         let mut child = cmd.spawn().unwrap();
