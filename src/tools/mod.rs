@@ -79,22 +79,27 @@ pub trait Tool: Send + Sync {
 
 pub struct Registry {
     tools: Vec<Box<dyn Tool>>,
+    /// The tools' names, in order: read once, since a spec builds its whole JSON schema.
+    names: Vec<&'static str>,
 }
 
 impl Registry {
     pub fn builtin() -> Self {
-        Registry {
-            tools: vec![
-                Box::new(files::ListFiles),
-                Box::new(files::ReadFile),
-                Box::new(files::Search),
-                Box::new(edit::WriteFile),
-                Box::new(edit::EditFile),
-                Box::new(edit::DeleteFile),
-                Box::new(tests::RunTests),
-                Box::new(shell::RunCommand),
-            ],
-        }
+        Self::new(vec![
+            Box::new(files::ListFiles),
+            Box::new(files::ReadFile),
+            Box::new(files::Search),
+            Box::new(edit::WriteFile),
+            Box::new(edit::EditFile),
+            Box::new(edit::DeleteFile),
+            Box::new(tests::RunTests),
+            Box::new(shell::RunCommand),
+        ])
+    }
+
+    fn new(tools: Vec<Box<dyn Tool>>) -> Self {
+        let names = tools.iter().map(|t| t.spec().name).collect();
+        Registry { tools, names }
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
@@ -102,10 +107,8 @@ impl Registry {
     }
 
     fn find(&self, name: &str) -> Option<&dyn Tool> {
-        self.tools
-            .iter()
-            .find(|t| t.spec().name == name)
-            .map(|t| t.as_ref())
+        let index = self.names.iter().position(|n| *n == name)?;
+        Some(self.tools[index].as_ref())
     }
 
     pub fn label(&self, name: &str, input: &Value) -> String {
@@ -131,13 +134,13 @@ impl Registry {
                 "refused: invalid input",
             )),
             Some(tool) => tool.run(input, ctx),
-            None => {
-                let known: Vec<&str> = self.tools.iter().map(|t| t.spec().name).collect();
-                Ok(ToolOutcome::error(
-                    format!("unknown tool `{name}`; the tools are: {}", known.join(", ")),
-                    "refused: unknown tool",
-                ))
-            }
+            None => Ok(ToolOutcome::error(
+                format!(
+                    "unknown tool `{name}`; the tools are: {}",
+                    self.names.join(", ")
+                ),
+                "refused: unknown tool",
+            )),
         }
     }
 }
