@@ -25,7 +25,6 @@ pub const DEFAULT_PROTECTED: &[&str] = &[
 /// Which paths the agent may never add, change, delete or rename.
 #[derive(Debug, Clone)]
 pub struct Protection {
-    patterns: Vec<String>,
     matcher: Gitignore,
 }
 
@@ -50,11 +49,7 @@ impl Protection {
         let matcher = builder
             .build()
             .map_err(|e| format!("bad protected patterns: {e}"))?;
-        Ok(Protection { patterns, matcher })
-    }
-
-    pub fn patterns(&self) -> &[String] {
-        &self.patterns
+        Ok(Protection { matcher })
     }
 
     /// Whether a path relative to the work tree root, or any directory above it, is protected.

@@ -194,14 +194,6 @@ impl Sandbox {
         Ok(raw)
     }
 
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-
-    pub fn layers(&self) -> Option<&Layers> {
-        self.layers.as_ref()
-    }
-
     pub fn env(&self) -> Vec<(String, String)> {
         sandbox_env(std::env::vars(), self.private.path())
     }
