@@ -1,9 +1,6 @@
 //! The fix loop end to end: the real binary, real repositories, scripted models.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 #[test]

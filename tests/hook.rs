@@ -1,9 +1,6 @@
 //! The pre-push helper in hooks/: a real push to a real (bare) remote.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 use std::path::Path;
 use std::process::Command;

@@ -1,10 +1,7 @@
 //! Real model adapters against a fake API on loopback, with response bodies shaped like the
 //! providers' own. The whole `agent-git fix` runs as a process; the server records requests.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::process::{Command, Output};

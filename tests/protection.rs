@@ -1,9 +1,6 @@
 //! Test files are protected by code: refused at the tool layer, nothing committed.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 /// The content blocks of one message of a run's conversation.

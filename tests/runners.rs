@@ -1,10 +1,7 @@
 //! Test commands are detected from the repository and real runners' output is read for the
 //! names of failing tests.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[test]

@@ -2,11 +2,8 @@
 //! Each must leave the protected files intact on the branch, the user's branches and hooks as
 //! they were, nothing outside the work tree, and the tests judged on the original tests.
 //! No address but loopback is ever used.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::{json, Value};
 
 fn run(id: &str, command: &str) -> Value {

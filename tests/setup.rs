@@ -1,10 +1,7 @@
 //! Usage and setup errors exit 2 before any branch exists; settings come from the documented
 //! sources in the documented order.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 fn assert_setup_error(env: &TestEnv, repo: &std::path::Path, args: &[&str], message: &str) {

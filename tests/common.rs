@@ -1,6 +1,5 @@
 //! A test environment that isolates the real binary and real git from the machine: its own
 //! HOME, no global or system git config, fixed identities and dates, no inherited variables.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -1,0 +1,12 @@
+//! The integration tests: the real binary on real temporary repositories. One test binary, so
+//! the crate is linked once; each module tells one part of the story.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod fix;
+mod hook;
+mod models;
+mod protection;
+mod runners;
+mod sandbox;
+mod setup;
