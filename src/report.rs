@@ -31,31 +31,52 @@ pub struct Report<'a> {
     pub notes: &'a [String],
     /// How commands and tests were confined.
     pub sandbox: &'a str,
+    /// For a `passed` run whose conversation stopped short: how it stopped.
+    pub ended_early: Option<&'a str>,
 }
 
 impl Report<'_> {
+    /// The subject says what the outcome says: "tests pass" only for `passed`.
     pub fn subject(&self) -> String {
         let task = self.task.lines().next().unwrap_or("").trim();
-        let head = if self.tests.passed {
-            "agent-git: tests pass: ".to_string()
-        } else {
-            format!("agent-git: tests still fail after {} turns: ", self.turns)
+        let turns = self.turns;
+        let head = match self.outcome {
+            Outcome::Passed => "tests pass".to_string(),
+            Outcome::AlreadyPassing => "tests already pass".to_string(),
+            Outcome::Interrupted => format!("interrupted after {turns} turns"),
+            Outcome::HarnessError(_) => format!("harness error after {turns} turns"),
+            Outcome::TestsCannotRun(_) => "the tests cannot run".to_string(),
+            _ => format!("tests still fail after {turns} turns"),
         };
-        truncate(&format!("{head}{task}"), SUBJECT_MAX)
+        truncate(&format!("agent-git: {head}: {task}"), SUBJECT_MAX)
     }
 
     /// The trailer value for the tests: `3 passed, 1 failed`, or `passed` / `failed`.
     pub fn tests_trailer(&self) -> String {
+        let vanished = match self.tests.vanished.len() {
+            0 => String::new(),
+            n => format!(", {n} vanished"),
+        };
         match self.tests.counts {
-            Some(c) => format!("{} passed, {} failed", c.passed, c.failed),
+            Some(c) => format!("{} passed, {} failed{vanished}", c.passed, c.failed),
             None if self.tests.passed => "passed".to_string(),
-            None => "failed".to_string(),
+            None => format!("failed{vanished}"),
         }
     }
 
     fn outcome_line(&self) -> String {
         let why = match self.outcome {
-            Outcome::Passed => "the tests pass".to_string(),
+            Outcome::Passed => match self.ended_early {
+                Some(how) => {
+                    format!("the final test run passes; the conversation ended early: {how}")
+                }
+                None => "the tests pass".to_string(),
+            },
+            Outcome::TestsCannotRun(why) => format!(
+                "before any change, {why}; the model was not called. Fix the test command \
+                 (--test-cmd or git config agent-git.testCmd), add an install step \
+                 (--setup-cmd), or make a cache writable (--allow-write DIR)"
+            ),
             Outcome::AlreadyPassing => "the tests passed before any change".to_string(),
             Outcome::TurnLimit => format!("the turn budget of {} was spent", self.max_turns),
             Outcome::Stuck => {
@@ -112,15 +133,17 @@ impl Report<'_> {
                 out.push(format!("  {} +{} -{}", file.path, file.added, file.removed));
             }
         }
-        out.push(String::new());
-        out.push("Review:".to_string());
-        out.push(format!(
-            "  git log -p {}..{}",
-            short(self.base),
-            self.branch
-        ));
-        out.push(format!("  git diff {}..{}", short(self.base), self.branch));
-        out.push(format!("  git merge {}", self.branch));
+        if self.outcome.keeps_branch() {
+            out.push(String::new());
+            out.push("Review:".to_string());
+            out.push(format!(
+                "  git log -p {}..{}",
+                short(self.base),
+                self.branch
+            ));
+            out.push(format!("  git diff {}..{}", short(self.base), self.branch));
+            out.push(format!("  git merge {}", self.branch));
+        }
         if !self.notes.is_empty() {
             out.push(String::new());
             out.push("Notes:".to_string());
@@ -184,6 +207,22 @@ impl Report<'_> {
             self.tests.command,
             self.tests.summary()
         )];
+        if self.tests.exit_code_only {
+            out.push(
+                "  no test names could be read before any change, so the verdict rests on the \
+                 exit code alone"
+                    .to_string(),
+            );
+        }
+        if !self.tests.vanished.is_empty() {
+            out.push("Vanished (ran before any change, did not run and pass now):".to_string());
+            out.extend(
+                self.tests
+                    .vanished
+                    .iter()
+                    .map(|n| format!("  vanished: {n}")),
+            );
+        }
         if self.tests.passed {
             return out;
         }
@@ -204,10 +243,16 @@ impl Report<'_> {
         out
     }
 
-    pub fn json(&self, commits: &[String], report_commit: &str, worktree: Option<&str>) -> Value {
+    /// The `--json` object of every outcome; `report_commit` is None when no branch was kept.
+    pub fn json(
+        &self,
+        commits: &[String],
+        report_commit: Option<&str>,
+        worktree: Option<&str>,
+    ) -> Value {
         json!({
             "run_id": self.run_id,
-            "branch": self.branch,
+            "branch": report_commit.map(|_| self.branch),
             "base": self.base,
             "outcome": self.outcome.name(),
             "turns": self.turns,
@@ -215,6 +260,8 @@ impl Report<'_> {
                 "passed": self.tests.passed,
                 "summary": self.tests.summary(),
                 "failing": self.tests.failing.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+                "vanished": self.tests.vanished,
+                "exit_code_only": self.tests.exit_code_only,
             },
             "commits": commits,
             "report_commit": report_commit,
@@ -258,11 +305,15 @@ mod tests {
             counts: Some(Counts {
                 passed: 3,
                 failed: 1,
+                skipped: 0,
             }),
             failing: vec![Failure {
                 name: "test_calc.py::test_add".into(),
                 detail: Some("assert -1 == 5".into()),
             }],
+            cases: None,
+            vanished: vec!["test_calc.py::test_sub".into()],
+            exit_code_only: false,
             tail: "...".into(),
         }
     }
@@ -311,6 +362,7 @@ mod tests {
             max_cost: None,
             notes: &[],
             sandbox: "no network",
+            ended_early: None,
         };
         let expected = "\
 agent-git: tests still fail after 2 turns: Fix the adder
@@ -328,7 +380,9 @@ What was tried:
   [1] edit calc.py -> commit 1a2b3c4
   [2] write tests/test_calc.py -> refused: protected
 
-Tests (python3 -m pytest -q): 3 passed, 1 failed
+Tests (python3 -m pytest -q): 3 passed, 1 failed, 1 vanished
+Vanished (ran before any change, did not run and pass now):
+  vanished: test_calc.py::test_sub
 Still failing:
   test_calc.py::test_add: assert -1 == 5
 
@@ -342,14 +396,14 @@ Review:
 
 Agent-Run: ab12cd34
 Agent-Outcome: turn-limit
-Agent-Tests: 3 passed, 1 failed
+Agent-Tests: 3 passed, 1 failed, 1 vanished
 Agent-Turns: 2
 Agent-Model: script:r.json
 Agent-Tokens: 1200 in, 300 out, 0 cache write, 3600 cache read
 Agent-Cost: 0.0123 USD
 ";
         assert_eq!(report.message(), expected);
-        let json = report.json(&["c1".into()], "r1", None);
+        let json = report.json(&["c1".into()], Some("r1"), None);
         assert_eq!(
             json,
             json!({
@@ -358,7 +412,13 @@ Agent-Cost: 0.0123 USD
                 "base": "0123456789abcdef0123456789abcdef01234567",
                 "outcome": "turn-limit",
                 "turns": 2,
-                "tests": {"passed": false, "summary": "3 passed, 1 failed", "failing": ["test_calc.py::test_add"]},
+                "tests": {
+                    "passed": false,
+                    "summary": "3 passed, 1 failed, 1 vanished",
+                    "failing": ["test_calc.py::test_add"],
+                    "vanished": ["test_calc.py::test_sub"],
+                    "exit_code_only": false
+                },
                 "commits": ["c1"],
                 "report_commit": "r1",
                 "worktree": null,

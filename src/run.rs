@@ -7,7 +7,7 @@ use crate::report::Report;
 use crate::sandbox::{Limits, Mode, Sandbox};
 use crate::testrun::TestPlan;
 use crate::tools::Registry;
-use crate::verify::Verifier;
+use crate::verify::{Verifier, Waiting};
 use crate::workspace::{BaseInfo, SetupError, Workspace};
 use git2::Repository;
 use serde_json::{json, Value};
@@ -30,6 +30,10 @@ pub struct RunPlan {
     pub keep_worktree: bool,
     pub transcript: Option<PathBuf>,
     pub sandbox: Mode,
+    /// Directories the sandbox leaves writable on the user's request.
+    pub allow_write: Vec<PathBuf>,
+    /// Files above this size are not committed.
+    pub max_file_size: u64,
     /// Stop before the model is called if the tests already pass; keep no branch then.
     pub only_if_failing: bool,
 }
@@ -50,7 +54,13 @@ pub enum RunError {
     Harness(String),
 }
 
-pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Finished, RunError> {
+/// Runs the plan. `progress` hears a line per step; `waiting` hears how long a test run has
+/// been going, while it goes.
+pub fn execute(
+    mut plan: RunPlan,
+    progress: &mut dyn FnMut(&str),
+    waiting: Waiting,
+) -> Result<Finished, RunError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -60,20 +70,24 @@ pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Fini
     watch_signals(&runtime, interrupt.clone())
         .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
 
-    let workspace = Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?;
+    let mut workspace = Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?;
+    workspace.max_file_size = plan.max_file_size;
     progress(&format!(
         "run {} on branch {} (work tree {})",
         plan.run_id,
         plan.branch,
         workspace.path().display()
     ));
-    let result = run_in(&mut plan, &workspace, &interrupt, progress, &runtime);
-    if let Ok((r, _)) = &result {
-        if r.outcome == Outcome::AlreadyPassing {
-            return nothing_to_do(&plan, workspace, r);
+    let ran = run_in(
+        &mut plan, &workspace, &interrupt, progress, waiting, &runtime,
+    );
+    let finished = match ran {
+        Ok((result, sandbox)) if !result.outcome.keeps_branch() => {
+            return finish_without_branch(&plan, workspace, result, &sandbox);
         }
-    }
-    let finished = result.and_then(|(r, sandbox)| write_report(&plan, &workspace, r, &sandbox));
+        Ok((result, sandbox)) => write_report(&plan, &workspace, result, &sandbox),
+        Err(e) => Err(e),
+    };
     if !plan.keep_worktree {
         if let Err(e) = workspace.remove_worktree() {
             progress(&format!("could not remove the work tree: {e}"));
@@ -82,39 +96,31 @@ pub fn execute(mut plan: RunPlan, progress: &mut dyn FnMut(&str)) -> Result<Fini
     finished
 }
 
-/// The tests passed before any change and nothing was asked of the model: the run leaves no
-/// trace, neither work tree nor branch.
-fn nothing_to_do(
+/// Nothing was asked of the model (the tests already pass, or cannot run at all): the run
+/// leaves no trace, neither work tree nor branch, and says why.
+fn finish_without_branch(
     plan: &RunPlan,
     workspace: Workspace,
-    result: &RunResult,
+    result: RunResult,
+    sandbox: &str,
 ) -> Result<Finished, RunError> {
     workspace
         .discard()
         .map_err(|e| RunError::Harness(format!("cannot remove the run's branch: {e}")))?;
-    let base = plan.base.id.to_string();
-    let message = format!(
-        "agent-git: the tests already pass at {} ({}); nothing to do, no branch kept\n",
-        &base[..7],
-        result.tests.summary()
-    );
-    let json = json!({
-        "run_id": plan.run_id,
-        "branch": null,
-        "base": base,
-        "outcome": result.outcome.name(),
-        "turns": 0,
-        "tests": {"passed": true, "summary": result.tests.summary(), "failing": []},
-        "commits": [],
-        "report_commit": null,
-        "worktree": null,
-        "usage": result.usage,
-        "cost_usd": 0.0,
-    });
+    let labels = Labels::of(plan);
+    let report = report(plan, &labels, &result, &[], sandbox);
+    let message = match &result.outcome {
+        Outcome::AlreadyPassing => format!(
+            "agent-git: the tests already pass at {} ({}); nothing to do, no branch kept\n",
+            &plan.base.id.to_string()[..7],
+            result.tests.summary()
+        ),
+        _ => report.message(),
+    };
     Ok(Finished {
+        json: report.json(&[], None, None),
         outcome: result.outcome.clone(),
         message,
-        json,
     })
 }
 
@@ -145,20 +151,29 @@ fn run_in(
     workspace: &Workspace,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
+    waiting: Waiting,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(RunResult, String), RunError> {
     let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
     let guard = Guard::new(workspace.path(), plan.protection.clone()).map_err(|e| harness(&e))?;
-    let sandbox = Sandbox::start(plan.sandbox, guard.root(), Limits::default())
-        .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
+    let sandbox = Sandbox::start(
+        plan.sandbox,
+        guard.root(),
+        Limits::default(),
+        plan.allow_write.clone(),
+    )
+    .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
     progress(&format!("sandbox: {}", sandbox.describe()));
-    let verifier = Verifier {
+    let verifier = Verifier::new(
         workspace,
-        protection: &plan.protection,
-        plan: &plan.tests,
-        sandbox: &sandbox,
+        &plan.protection,
+        &plan.tests,
+        &sandbox,
         interrupt,
-    };
+        waiting,
+        plan.repo.workdir(),
+    )
+    .map_err(|e| harness(&format!("cannot set up the clean room: {e}")))?;
     let registry = Registry::builtin();
     let tools = registry.specs();
     let agent = Agent {
@@ -195,6 +210,53 @@ fn write_transcript(
     std::fs::write(path, serde_json::to_string_pretty(&transcript)?)
 }
 
+/// What the report says of the plan that is not kept as text in it.
+struct Labels {
+    model: String,
+    base: String,
+    notes: Vec<String>,
+}
+
+impl Labels {
+    fn of(plan: &RunPlan) -> Self {
+        Labels {
+            model: plan.model.label(),
+            base: plan.base.id.to_string(),
+            notes: plan.model.notes(),
+        }
+    }
+}
+
+/// The report of a run: one builder for the commit message, stdout and `--json`.
+fn report<'a>(
+    plan: &'a RunPlan,
+    labels: &'a Labels,
+    result: &'a RunResult,
+    files: &'a [crate::workspace::FileStat],
+    sandbox: &'a str,
+) -> Report<'a> {
+    Report {
+        run_id: &plan.run_id,
+        task: &plan.task,
+        model: &labels.model,
+        base: &labels.base,
+        base_summary: &plan.base.summary,
+        branch: &plan.branch,
+        outcome: &result.outcome,
+        turns: result.turns,
+        max_turns: plan.budget.max_turns,
+        actions: &result.actions,
+        tests: &result.tests,
+        files,
+        usage: &result.usage,
+        cost: plan.budget.cost(&result.usage),
+        max_cost: plan.budget.max_cost,
+        notes: &labels.notes,
+        sandbox,
+        ended_early: result.ended_early.as_deref(),
+    }
+}
+
 fn write_report(
     plan: &RunPlan,
     workspace: &Workspace,
@@ -203,37 +265,21 @@ fn write_report(
 ) -> Result<Finished, RunError> {
     let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
     let files = workspace.diffstat().map_err(|e| harness(&e))?;
-    let base = plan.base.id.to_string();
-    let model = plan.model.label();
-    let notes = plan.model.notes();
-    let report = Report {
-        run_id: &plan.run_id,
-        task: &plan.task,
-        model: &model,
-        base: &base,
-        base_summary: &plan.base.summary,
-        branch: &plan.branch,
-        outcome: &result.outcome,
-        turns: result.turns,
-        max_turns: plan.budget.max_turns,
-        actions: &result.actions,
-        tests: &result.tests,
-        files: &files,
-        usage: &result.usage,
-        cost: plan.budget.cost(&result.usage),
-        max_cost: plan.budget.max_cost,
-        notes: &notes,
-        sandbox,
-    };
+    let labels = Labels::of(plan);
+    let report = report(plan, &labels, &result, &files, sandbox);
     let message = report.message();
     let report_commit = workspace.commit_report(&message).map_err(|e| harness(&e))?;
     let commits: Vec<String> = result.commits.iter().map(|c| c.to_string()).collect();
     let worktree = plan
         .keep_worktree
         .then(|| workspace.path().display().to_string());
-    let json = report.json(&commits, &report_commit.to_string(), worktree.as_deref());
+    let json = report.json(
+        &commits,
+        Some(&report_commit.to_string()),
+        worktree.as_deref(),
+    );
     Ok(Finished {
-        outcome: result.outcome,
+        outcome: result.outcome.clone(),
         message,
         json,
     })

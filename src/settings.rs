@@ -19,6 +19,11 @@ pub struct Layer {
     pub max_tokens: Option<u32>,
     /// `INPUT OUTPUT [CACHE_WRITE CACHE_READ]` dollars per million tokens.
     pub price: Option<String>,
+    pub setup_cmd: Option<String>,
+    pub max_file_size: Option<u64>,
+    /// Directories the sandbox leaves writable; from flags and git config only, never from
+    /// a committed `.agentgit` (a repository must not widen the sandbox it is tested in).
+    pub allow_write: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -32,17 +37,23 @@ pub struct Settings {
     pub max_cost: Option<f64>,
     pub max_tokens: u32,
     pub price: Option<String>,
+    pub setup_cmd: Option<String>,
+    pub max_file_size: u64,
+    pub allow_write: Vec<String>,
 }
 
-/// The first source that sets a value wins; protected patterns add up.
+/// The first source that sets a value wins; protected patterns and writable dirs add up.
 pub fn merge(layers: &[Layer]) -> Settings {
     let first = |f: &dyn Fn(&Layer) -> Option<String>| layers.iter().find_map(f);
-    let mut protect = Vec::new();
-    for pattern in layers.iter().flat_map(|l| l.protect.iter()) {
-        if !protect.contains(pattern) {
-            protect.push(pattern.clone());
+    let union = |f: &dyn Fn(&Layer) -> &Vec<String>| {
+        let mut all: Vec<String> = Vec::new();
+        for value in layers.iter().flat_map(f) {
+            if !all.contains(value) {
+                all.push(value.clone());
+            }
         }
-    }
+        all
+    };
     Settings {
         model: first(&|l| l.model.clone()),
         test_cmd: first(&|l| l.test_cmd.clone()),
@@ -54,13 +65,19 @@ pub fn merge(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.max_turns)
             .unwrap_or(DEFAULT_MAX_TURNS),
-        protect,
+        protect: union(&|l| &l.protect),
         max_cost: layers.iter().find_map(|l| l.max_cost),
         max_tokens: layers
             .iter()
             .find_map(|l| l.max_tokens)
             .unwrap_or(DEFAULT_MAX_TOKENS),
         price: first(&|l| l.price.clone()),
+        setup_cmd: first(&|l| l.setup_cmd.clone()),
+        max_file_size: layers
+            .iter()
+            .find_map(|l| l.max_file_size)
+            .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE),
+        allow_write: union(&|l| &l.allow_write),
     }
 }
 
@@ -77,7 +94,9 @@ pub fn config_layers(repo: &Repository, base: Oid) -> Result<Vec<Layer>, String>
             .map_err(|e| format!("cannot read .agentgit: {e}"))?;
         let team = Config::open(file.path())
             .map_err(|e| format!("the committed .agentgit is not in git-config syntax: {e}"))?;
-        layers.push(read_layer(&team, ".agentgit")?);
+        let mut team = read_layer(&team, ".agentgit")?;
+        team.allow_write.clear();
+        layers.push(team);
     }
     Ok(layers)
 }
@@ -98,16 +117,19 @@ fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
                 .map_err(|_| format!("{key} in {origin} must be a whole number, not `{v}`")),
         }
     };
-    let mut protect = Vec::new();
-    if let Ok(entries) = config.multivar("agent-git.protect", None) {
-        entries
-            .for_each(|entry| {
-                if let Ok(value) = entry.value() {
-                    protect.push(value.to_string());
-                }
-            })
-            .map_err(|e| format!("agent-git.protect in {origin}: {}", e.message()))?;
-    }
+    let all = |key: &str| -> Result<Vec<String>, String> {
+        let mut values = Vec::new();
+        if let Ok(entries) = config.multivar(key, None) {
+            entries
+                .for_each(|entry| {
+                    if let Ok(value) = entry.value() {
+                        values.push(value.to_string());
+                    }
+                })
+                .map_err(|e| format!("{key} in {origin}: {}", e.message()))?;
+        }
+        Ok(values)
+    };
     let small = |key: &str| -> Result<Option<u32>, String> {
         number(key)?
             .map(|n| u32::try_from(n).map_err(|_| format!("{key} in {origin} is too large")))
@@ -119,16 +141,52 @@ fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
             Some(parse_dollars(&v).map_err(|e| format!("agent-git.maxCost in {origin}: {e}"))?)
         }
     };
+    let max_file_size = match string("agent-git.maxFileSize")? {
+        None => None,
+        Some(v) => {
+            Some(parse_size(&v).map_err(|e| format!("agent-git.maxFileSize in {origin}: {e}"))?)
+        }
+    };
     Ok(Layer {
         model: string("agent-git.model")?,
         test_cmd: string("agent-git.testCmd")?,
         test_timeout: number("agent-git.testTimeout")?,
         max_turns: small("agent-git.maxTurns")?,
-        protect,
+        protect: all("agent-git.protect")?,
         max_cost,
         max_tokens: small("agent-git.maxTokens")?,
         price: string("agent-git.price")?,
+        setup_cmd: string("agent-git.setupCmd")?,
+        max_file_size,
+        allow_write: all("agent-git.sandbox.allowWrite")?,
     })
+}
+
+/// A size in bytes: `10485760`, or with a unit as git writes them: `512k`, `10m`, `1g` (also
+/// `10MB`, `10 MiB`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let lower = text.trim().to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(digits_end);
+    let scale: u64 = match unit.trim().trim_end_matches("ib").trim_end_matches('b') {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "`{text}` is not a size; use bytes or e.g. 512k, 10m, 1g"
+            ))
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("`{text}` is not a size; use bytes or e.g. 512k, 10m, 1g"))
 }
 
 /// A dollar amount: `2.50` or `$2.50`, not negative.
@@ -174,8 +232,23 @@ mod tests {
                 max_cost: None,
                 max_tokens: DEFAULT_MAX_TOKENS,
                 price: None,
+                setup_cmd: None,
+                max_file_size: crate::workspace::DEFAULT_MAX_FILE_SIZE,
+                allow_write: vec![],
             }
         );
+    }
+
+    #[test]
+    fn sizes_read_as_git_writes_them() {
+        assert_eq!(parse_size("10485760"), Ok(10 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("10m"), Ok(10 << 20));
+        assert_eq!(parse_size("10 MB"), Ok(10 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert!(parse_size("ten").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("5t").is_err());
     }
 
     #[test]
@@ -185,7 +258,8 @@ mod tests {
         std::fs::write(
             &path,
             "[agent-git]\n\tmodel = script:x.json\n\ttestCmd = make test\n\tmaxTurns = 7\n\
-             \tprotect = a/\n\tprotect = *.snap\n\tmaxCost = $2.50\n\tprice = 3 15\n",
+             \tprotect = a/\n\tprotect = *.snap\n\tmaxCost = $2.50\n\tprice = 3 15\n\
+             \tsetupCmd = npm ci\n\tmaxFileSize = 2m\n[agent-git \"sandbox\"]\n\tallowWrite = /c\n",
         )
         .unwrap();
         let layer = read_layer(&Config::open(&path).unwrap(), "test").unwrap();
@@ -200,6 +274,9 @@ mod tests {
                 max_cost: Some(2.5),
                 max_tokens: None,
                 price: Some("3 15".into()),
+                setup_cmd: Some("npm ci".into()),
+                max_file_size: Some(2 << 20),
+                allow_write: vec!["/c".into()],
             }
         );
         std::fs::write(&path, "[agent-git]\n\tmaxTurns = lots\n").unwrap();

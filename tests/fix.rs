@@ -256,7 +256,13 @@ fn json_output_has_the_documented_shape() {
     assert_eq!(v["turns"], 2);
     assert_eq!(
         v["tests"],
-        json!({"passed": true, "summary": "2 passed, 0 failed", "failing": []})
+        json!({
+            "passed": true,
+            "summary": "2 passed, 0 failed",
+            "failing": [],
+            "vanished": [],
+            "exit_code_only": false
+        })
     );
     assert_eq!(v["commits"], json!([edit.trim()]));
     assert_eq!(v["report_commit"], head.trim());

@@ -32,6 +32,8 @@ pub enum Outcome {
     Interrupted,
     /// The harness itself failed (git, the test command could not start): not the model's doing.
     HarnessError(String),
+    /// The test command cannot run at all before any change; the model was never called.
+    TestsCannotRun(String),
 }
 
 impl Outcome {
@@ -46,18 +48,37 @@ impl Outcome {
             Outcome::Refused(_) => "refused",
             Outcome::Interrupted => "interrupted",
             Outcome::HarnessError(_) => "harness-error",
+            Outcome::TestsCannotRun(_) => "tests-cannot-run",
         }
     }
 
     /// The documented exit codes: 0 pass, 1 tests still fail at a budget, 3 model error or
-    /// refusal, 4 harness error, 130 interrupted.
+    /// refusal, 4 harness error or tests that cannot run, 130 interrupted.
     pub fn exit_code(&self) -> u8 {
         match self {
             Outcome::Passed | Outcome::AlreadyPassing => 0,
             Outcome::TurnLimit | Outcome::CostLimit | Outcome::Stuck => 1,
             Outcome::ModelError(_) | Outcome::Refused(_) => 3,
-            Outcome::HarnessError(_) => 4,
+            Outcome::HarnessError(_) | Outcome::TestsCannotRun(_) => 4,
             Outcome::Interrupted => 130,
+        }
+    }
+
+    /// Whether the run's branch stays: not when nothing was asked of the model.
+    pub fn keeps_branch(&self) -> bool {
+        !matches!(self, Outcome::AlreadyPassing | Outcome::TestsCannotRun(_))
+    }
+
+    /// Why a run stopped before its tests passed, said beside a `passed` whose final test run
+    /// passed anyway (None for the stops that end a run without a final test run).
+    fn early_stop(&self) -> Option<String> {
+        match self {
+            Outcome::TurnLimit => Some("the turn budget was spent".into()),
+            Outcome::CostLimit => Some("the cost budget was spent".into()),
+            Outcome::Stuck => Some("the model repeated itself".into()),
+            Outcome::ModelError(e) => Some(format!("the model failed: {e}")),
+            Outcome::Refused(_) => Some("the model refused to go on".into()),
+            _ => None,
         }
     }
 }
@@ -97,6 +118,25 @@ pub struct RunResult {
     pub tests: TestResult,
     pub messages: Vec<Message>,
     pub usage: Usage,
+    /// For a `passed` run whose conversation ended otherwise (a budget, a model error): how it
+    /// ended. The final test run passed with every test of the inventory.
+    pub ended_early: Option<String>,
+}
+
+impl RunResult {
+    /// A run that ended before the model was asked anything.
+    fn before_the_model(outcome: Outcome, tests: TestResult) -> Self {
+        RunResult {
+            outcome,
+            turns: 0,
+            actions: Vec::new(),
+            commits: Vec::new(),
+            tests,
+            messages: Vec::new(),
+            usage: Usage::default(),
+            ended_early: None,
+        }
+    }
 }
 
 pub struct Agent<'a> {
@@ -132,32 +172,27 @@ struct Loop {
 impl Agent<'_> {
     /// Runs the whole conversation; every way it can end is an outcome the report states.
     pub async fn run(mut self, task: &str, tools: &[ToolSpec]) -> RunResult {
-        let initial = match self.verifier.run() {
+        let initial = match self.verifier.baseline() {
             Ok(tests) => tests,
             Err(e) => {
                 let why = e.to_string();
-                return RunResult {
-                    outcome: Outcome::HarnessError(why.clone()),
-                    turns: 0,
-                    actions: Vec::new(),
-                    commits: Vec::new(),
-                    tests: TestResult::not_run(&self.verifier.plan.label, &why),
-                    messages: Vec::new(),
-                    usage: Usage::default(),
-                };
+                let tests = TestResult::not_run(&self.verifier.plan.label, &why);
+                return RunResult::before_the_model(Outcome::HarnessError(why), tests);
             }
         };
-        (self.progress)(&format!("tests before any change: {}", initial.summary()));
+        (self.progress)(&format!(
+            "tests before any change: {}{}",
+            initial.summary(),
+            match self.verifier.inventory_size() {
+                0 => " (no test names could be read: the exit code decides)".to_string(),
+                n => format!(" ({n} tests in the inventory)"),
+            }
+        ));
+        if let Some(why) = initial.unusable() {
+            return RunResult::before_the_model(Outcome::TestsCannotRun(why), initial);
+        }
         if self.only_if_failing && initial.passed {
-            return RunResult {
-                outcome: Outcome::AlreadyPassing,
-                turns: 0,
-                actions: Vec::new(),
-                commits: Vec::new(),
-                tests: initial,
-                messages: Vec::new(),
-                usage: Usage::default(),
-            };
+            return RunResult::before_the_model(Outcome::AlreadyPassing, initial);
         }
         let first = format!(
             "Task: {task}\n\nBefore any change, the harness ran the tests.\n{}",
@@ -175,8 +210,11 @@ impl Agent<'_> {
             last_call: None,
             repeats: 0,
         };
-        let outcome = self.converse(&mut state, tools).await;
-        let outcome = self.final_check(&mut state, outcome);
+        let stopped = self.converse(&mut state, tools).await;
+        let outcome = self.final_check(&mut state, stopped.clone());
+        let ended_early = (outcome == Outcome::Passed)
+            .then(|| stopped.early_stop())
+            .flatten();
         RunResult {
             outcome,
             turns: state.turns,
@@ -185,6 +223,7 @@ impl Agent<'_> {
             tests: state.tests,
             messages: state.messages,
             usage: state.usage,
+            ended_early,
         }
     }
 
@@ -383,9 +422,12 @@ impl Agent<'_> {
     }
 
     /// The report must state the tests of the branch as it ends: run them once more unless
-    /// the last result already belongs to this commit. A pass at the end is a pass.
+    /// the last result already belongs to this commit. One rule for every way a conversation
+    /// stops short (a budget, a model error or refusal): if that final clean-room run passes
+    /// with the whole inventory, the run passed. An interrupt or a harness error ends the run
+    /// as it is.
     fn final_check(&mut self, state: &mut Loop, outcome: Outcome) -> Outcome {
-        if outcome == Outcome::Passed || outcome == Outcome::Interrupted {
+        if outcome.early_stop().is_none() {
             return outcome;
         }
         let head = self.verifier.workspace.head().ok();
@@ -395,9 +437,10 @@ impl Agent<'_> {
                 Err(fatal) => return Outcome::HarnessError(fatal.to_string()),
             }
         }
-        match outcome {
-            Outcome::TurnLimit if state.tests.passed => Outcome::Passed,
-            other => other,
+        if state.tests.passed {
+            Outcome::Passed
+        } else {
+            outcome
         }
     }
 }

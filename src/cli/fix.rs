@@ -6,10 +6,11 @@ use crate::guard::Protection;
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price};
 use crate::run::{execute, RunPlan};
 use crate::settings::{config_layers, merge, parse_dollars, Layer, Settings};
-use crate::testrun::{detect, pytest_available, TestPlan};
+use crate::testrun::{collected_patterns, detect, TestPlan};
 use crate::workspace::{check_branch_free, open_user_repo, read_blob, resolve_base, tree_files};
 use clap::Args;
 use std::hash::{BuildHasher, Hasher};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,6 +38,12 @@ pub struct FixArgs {
     /// agent-git.testCmd, else detected from the repository's files].
     #[arg(long, value_name = "CMD")]
     pub test_cmd: Option<String>,
+    /// Shell command run in the clean room before the first test run, and again only when the
+    /// files it depends on change (package.json, lock files, requirements, pyproject.toml,
+    /// ...): an install step such as `npm ci --offline` [default: git config
+    /// agent-git.setupCmd].
+    #[arg(long, value_name = "CMD")]
+    pub setup_cmd: Option<String>,
     /// Seconds one test run may take before its whole process group is killed [default: 300].
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub test_timeout: Option<u64>,
@@ -89,6 +96,15 @@ pub struct FixArgs {
     /// branch (outcome already-passing, exit 0). For hooks and CI jobs.
     #[arg(long)]
     pub if_failing: bool,
+    /// A directory that commands and tests may write to although the sandbox is on, e.g. a
+    /// shared build cache (repeatable; also git config agent-git.sandbox.allowWrite, never a
+    /// committed .agentgit). The report lists them.
+    #[arg(long, value_name = "DIR")]
+    pub allow_write: Vec<PathBuf>,
+    /// Files larger than this are not committed (the model is told) [default: 10m, or git
+    /// config agent-git.maxFileSize]. Bytes, or with a unit: 512k, 10m, 1g.
+    #[arg(long, value_name = "SIZE", value_parser = crate::settings::parse_size)]
+    pub max_file_size: Option<u64>,
     /// The longest a run_command call may take, in seconds (the model asks for 120 by default).
     #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_command_timeout: u64,
@@ -112,14 +128,47 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
     }
     let json = args.json;
     let plan = prepare(args, model)?;
-    let mut progress = |line: &str| eprintln!("agent-git: {line}");
-    let finished = execute(plan, &mut progress)?;
+    let tty = std::io::stderr().is_terminal();
+    // On a terminal the line that counts a test run's seconds is rewritten in place.
+    let clear = if tty { "\r\x1b[2K" } else { "" };
+    let mut progress = |line: &str| eprintln!("{clear}agent-git: {line}");
+    let shown = std::cell::Cell::new(Duration::ZERO);
+    let waiting = |label: &str, elapsed: Duration| {
+        if let Some(line) = waiting_line(label, elapsed, &shown, tty) {
+            eprint!("{line}");
+        }
+    };
+    let finished = execute(plan, &mut progress, &waiting)?;
     if json {
         println!("{}", finished.json);
     } else {
         print!("{}", finished.message);
     }
     Ok(finished.outcome.exit_code())
+}
+
+/// The line to show while tests run, if one is due: on a terminal one line rewritten every
+/// second, elsewhere a line every 10 s. `shown` is when the last one was shown.
+fn waiting_line(
+    label: &str,
+    elapsed: Duration,
+    shown: &std::cell::Cell<Duration>,
+    tty: bool,
+) -> Option<String> {
+    let every = Duration::from_secs(if tty { 1 } else { 10 });
+    if elapsed < shown.get() {
+        shown.set(Duration::ZERO); // a new test run
+    }
+    if elapsed < shown.get() + every {
+        return None;
+    }
+    shown.set(elapsed - Duration::from_nanos(elapsed.subsec_nanos().into()));
+    let secs = elapsed.as_secs();
+    Some(if tty {
+        format!("\r\x1b[2Kagent-git: tests running ({label}): {secs} s")
+    } else {
+        format!("agent-git: tests still running ({label}): {secs} s\n")
+    })
 }
 
 /// Every check that can fail before the branch exists. Nothing here writes anything.
@@ -140,6 +189,13 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         max_cost: args.max_cost,
         max_tokens: args.max_tokens,
         price: None,
+        setup_cmd: args.setup_cmd.clone(),
+        max_file_size: args.max_file_size,
+        allow_write: args
+            .allow_write
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect(),
     };
     let mut layers = vec![flags];
     layers.extend(config_layers(&repo, base.id).map_err(usage)?);
@@ -147,23 +203,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
 
     let model = match model {
         Some(model) => model,
-        None => {
-            let spec = settings.model.as_deref().ok_or_else(|| {
-                usage(
-                    "no model given; pass --model anthropic:MODEL (or openai:MODEL, script:PATH), \
-                     or set AGENT_GIT_MODEL, or run `git config agent-git.model SPEC`"
-                        .to_string(),
-                )
-            })?;
-            let spec = ModelSpec::parse(spec).map_err(usage)?;
-            let options = ModelOptions {
-                max_tokens: settings.max_tokens,
-                max_retries: args.max_retries,
-                request_timeout: Duration::from_secs(args.request_timeout),
-                record: args.record.clone(),
-            };
-            open_model(&spec, &options).map_err(usage)?
-        }
+        None => open_configured_model(&settings, &args)?,
     };
     let budget = budget(
         &settings,
@@ -172,33 +212,18 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         args.max_command_timeout,
     )
     .map_err(usage)?;
-    let protection = Protection::new(&settings.protect).map_err(usage)?;
+    let tests = test_plan(&repo, base.id, &settings)?;
+    let read =
+        |p: &str| read_blob(&repo, base.id, p).map(|b| String::from_utf8_lossy(&b).into_owned());
+    let runner_patterns = collected_patterns(tests.runner, &tests.command, &read);
+    let protection = Protection::new(&runner_patterns, &settings.protect).map_err(usage)?;
+    let allow_write = writable_dirs(&settings.allow_write)?;
     let run_id = new_run_id();
     let branch = args
         .branch
         .clone()
         .unwrap_or_else(|| format!("agent/{}-{run_id}", slug(&args.task)));
     check_branch_free(&repo, &branch)?;
-
-    let timeout = Duration::from_secs(settings.test_timeout);
-    let tests = match settings.test_cmd {
-        Some(cmd) => TestPlan::shell(cmd, timeout),
-        None => {
-            let files = tree_files(&repo, base.id)?;
-            let read = |p: &str| {
-                read_blob(&repo, base.id, p).map(|b| String::from_utf8_lossy(&b).into_owned())
-            };
-            let detected = detect(&files, &read, pytest_available()).ok_or_else(|| {
-                usage(
-                    "cannot tell how to run this repository's tests; pass --test-cmd CMD \
-                     or run `git config agent-git.testCmd CMD`"
-                        .to_string(),
-                )
-            })?;
-            TestPlan::from_detected(detected, timeout)
-                .map_err(|e| usage(format!("cannot prepare the test runner: {e}")))?
-        }
-    };
     Ok(RunPlan {
         repo,
         base,
@@ -217,7 +242,84 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             SandboxFlag::On => crate::sandbox::Mode::On,
             SandboxFlag::Off => crate::sandbox::Mode::Off,
         },
+        allow_write,
+        max_file_size: settings.max_file_size,
     })
+}
+
+fn open_configured_model(settings: &Settings, args: &FixArgs) -> Result<Box<dyn Model>, CliError> {
+    let usage = CliError::Usage;
+    let spec = settings.model.as_deref().ok_or_else(|| {
+        usage(
+            "no model given; pass --model anthropic:MODEL (or openai:MODEL, script:PATH), \
+             or set AGENT_GIT_MODEL, or run `git config agent-git.model SPEC`"
+                .to_string(),
+        )
+    })?;
+    let spec = ModelSpec::parse(spec).map_err(usage)?;
+    let options = ModelOptions {
+        max_tokens: settings.max_tokens,
+        max_retries: args.max_retries,
+        request_timeout: Duration::from_secs(args.request_timeout),
+        record: args.record.clone(),
+    };
+    open_model(&spec, &options).map_err(usage)
+}
+
+/// The configured test command, or the one the base commit's files point to.
+fn test_plan(
+    repo: &git2::Repository,
+    base: git2::Oid,
+    settings: &Settings,
+) -> Result<TestPlan, CliError> {
+    let timeout = Duration::from_secs(settings.test_timeout);
+    let mut plan = match &settings.test_cmd {
+        Some(cmd) => TestPlan::shell(cmd.clone(), timeout),
+        None => {
+            let files = tree_files(repo, base)?;
+            let read = |p: &str| {
+                read_blob(repo, base, p).map(|b| String::from_utf8_lossy(&b).into_owned())
+            };
+            let detected = detect(&files, &read, pytest_available()).ok_or_else(|| {
+                CliError::Usage(
+                    "cannot tell how to run this repository's tests; pass --test-cmd CMD \
+                     or run `git config agent-git.testCmd CMD`"
+                        .to_string(),
+                )
+            })?;
+            TestPlan::from_detected(detected, timeout)
+        }
+    };
+    plan.setup = settings.setup_cmd.clone();
+    Ok(plan)
+}
+
+/// The directories the user made writable: they must exist, and are named by their real path.
+fn writable_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, CliError> {
+    dirs.iter()
+        .map(|dir| {
+            std::fs::canonicalize(dir)
+                .ok()
+                .filter(|p| p.is_dir())
+                .ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "--allow-write {dir}: no such directory; create it first, or fix \
+                         agent-git.sandbox.allowWrite"
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// Whether `python3 -m pytest` would work here.
+fn pytest_available() -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", "import pytest"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The run's limits. A cost limit needs a price: from config, else the built-in table.

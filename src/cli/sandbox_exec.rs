@@ -7,10 +7,9 @@ use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]
 pub struct SandboxExecArgs {
-    #[arg(long)]
-    work: PathBuf,
-    #[arg(long)]
-    private: PathBuf,
+    /// A directory the command may write to (repeatable); nothing else is writable.
+    #[arg(long = "write")]
+    writable: Vec<PathBuf>,
     #[arg(long)]
     max_processes: u64,
     #[arg(long)]
@@ -29,8 +28,7 @@ pub struct SandboxExecArgs {
 
 pub fn run(args: SandboxExecArgs) -> u8 {
     let code = helper::run(&HelperArgs {
-        work: args.work,
-        private: args.private,
+        writable: args.writable,
         max_processes: args.max_processes,
         max_file_size: args.max_file_size,
         max_cpu: args.max_cpu,

@@ -6,16 +6,17 @@ use landlock::{
     path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
     ABI,
 };
+use rustix::process::Resource;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The exit status of a helper that could not confine a command (so did not run it).
 pub const SANDBOX_FAILED: i32 = 125;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HelperArgs {
-    pub work: PathBuf,
-    pub private: PathBuf,
+    /// The only directories the command may write to.
+    pub writable: Vec<PathBuf>,
     pub max_processes: u64,
     pub max_file_size: u64,
     pub max_cpu: u64,
@@ -35,7 +36,7 @@ pub fn run(args: &HelperArgs) -> i32 {
     let processes = limit_processes(args.max_processes);
     let limits = set_rlimits(args);
     let filesystem = if args.landlock {
-        confine_writes(&args.work, &args.private)
+        confine_writes(&args.writable)
     } else {
         Err("not requested".into())
     };
@@ -82,54 +83,58 @@ pub fn parse_probe(text: &str) -> super::Layers {
     }
 }
 
-fn errno(what: &str) -> String {
-    format!("{what}: {}", std::io::Error::last_os_error())
-}
-
 /// A fresh network namespace with only its own loopback, brought up so that servers the
 /// command starts for itself can be reached.
 fn isolate_network() -> Result<(), String> {
-    // SAFETY: plain syscalls on this single-threaded process, with checked results.
-    unsafe {
-        let uid = libc::geteuid();
-        let gid = libc::getegid();
-        if uid == 0 {
-            if libc::unshare(libc::CLONE_NEWNET) != 0 {
-                return Err(errno("cannot create a network namespace"));
-            }
-        } else {
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) != 0 {
-                return Err(errno("cannot create a user and network namespace"));
-            }
-            // Map our own ids, so files keep their owner.
-            let write = |path: &str, text: String| {
-                std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
-            };
-            write("/proc/self/setgroups", "deny".into())?;
-            write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
-            write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
-        }
-        loopback_up()
+    use rustix::thread::{unshare_unsafe, UnshareFlags};
+    let uid = rustix::process::geteuid();
+    let gid = rustix::process::getegid();
+    if uid.is_root() {
+        // SAFETY: this process is single-threaded and unshares no file table.
+        unsafe { unshare_unsafe(UnshareFlags::NEWNET) }
+            .map_err(|e| format!("cannot create a network namespace: {e}"))?;
+    } else {
+        // SAFETY: as above.
+        unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNET) }
+            .map_err(|e| format!("cannot create a user and network namespace: {e}"))?;
+        // Map our own ids, so files keep their owner.
+        let write = |path: &str, text: String| {
+            std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
+        };
+        write("/proc/self/setgroups", "deny".into())?;
+        write("/proc/self/uid_map", format!("{0} {0} 1", uid.as_raw()))?;
+        write("/proc/self/gid_map", format!("{0} {0} 1", gid.as_raw()))?;
     }
+    loopback_up()
 }
 
-unsafe fn loopback_up() -> Result<(), String> {
-    let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-    if fd < 0 {
-        return Err(errno("cannot open a socket to bring up loopback"));
-    }
-    let mut request: libc::ifreq = std::mem::zeroed();
+/// Sets the UP flag of `lo`: rustix has no interface ioctls, so the ioctls are libc's.
+fn loopback_up() -> Result<(), String> {
+    use rustix::net::{socket, AddressFamily, SocketType};
+    use std::os::fd::AsRawFd;
+    let socket = socket(AddressFamily::INET, SocketType::DGRAM, None)
+        .map_err(|e| format!("cannot open a socket to bring up loopback: {e}"))?;
+    // SAFETY: an all-zero ifreq is a valid value (a C struct of integers and arrays).
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
     for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
         *slot = *byte as libc::c_char;
     }
-    let mut result = libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request);
+    let fd = socket.as_raw_fd();
+    // SAFETY: SIOCGIFFLAGS fills the flags of the ifreq we own; fd is an open socket.
+    let mut result = unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request) };
     if result == 0 {
-        request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-        result = libc::ioctl(fd, libc::SIOCSIFFLAGS, &request);
+        // SAFETY: the ioctl above set ifru_flags, the union member read and written here.
+        unsafe { request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+        // SAFETY: SIOCSIFFLAGS only reads the ifreq; fd is an open socket.
+        result = unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) };
     }
-    let failure = (result != 0).then(|| errno("cannot bring up loopback"));
-    libc::close(fd);
-    failure.map_or(Ok(()), Err)
+    if result != 0 {
+        return Err(format!(
+            "cannot bring up loopback: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 /// The pids cgroup this helper joins, so a fork bomb meets a ceiling. Root is not bound by
@@ -160,10 +165,9 @@ fn limit_processes(max: u64) -> Result<String, String> {
             }
         }
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         let limit = processes_of_this_user() + max;
-        return set_limit(libc::RLIMIT_NPROC, limit, limit)
+        return set_limit(Resource::Nproc, limit, limit)
             .map(|_| format!("RLIMIT_NPROC, {max} more than the user runs"));
     }
     Err("no writable pids cgroup, and RLIMIT_NPROC does not bind root".into())
@@ -181,12 +185,11 @@ pub fn remove_cgroup(helper_pid: u32) {
                     let listed = std::fs::read_to_string(dir.join(procs)).unwrap_or_default();
                     for pid in listed
                         .lines()
-                        .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
+                        .filter_map(|l| l.trim().parse::<i32>().ok())
+                        .filter_map(rustix::process::Pid::from_raw)
                     {
-                        // SAFETY: kill(2) with plain integers; these processes are ours.
-                        unsafe {
-                            libc::kill(pid, libc::SIGKILL);
-                        }
+                        // These processes are ours; one already gone is no error.
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                     }
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
@@ -197,8 +200,7 @@ pub fn remove_cgroup(helper_pid: u32) {
 
 fn processes_of_this_user() -> u64 {
     use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
+    let uid = rustix::process::geteuid().as_raw();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -214,28 +216,25 @@ fn processes_of_this_user() -> u64 {
         .count() as u64
 }
 
-fn set_limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> Result<(), String> {
-    let limit = libc::rlimit {
-        rlim_cur: soft,
-        rlim_max: hard,
+fn set_limit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
+    let limit = rustix::process::Rlimit {
+        current: Some(soft),
+        maximum: Some(hard),
     };
-    // SAFETY: setrlimit reads the struct we pass; the result is checked.
-    if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-        return Err(errno("cannot set a resource limit"));
-    }
-    Ok(())
+    rustix::process::setrlimit(resource, limit)
+        .map_err(|e| format!("cannot set the {resource:?} limit: {e}"))
 }
 
 fn set_rlimits(args: &HelperArgs) -> Result<(), String> {
-    set_limit(libc::RLIMIT_FSIZE, args.max_file_size, args.max_file_size)?;
-    set_limit(libc::RLIMIT_CPU, args.max_cpu, args.max_cpu + 5)?;
-    set_limit(libc::RLIMIT_CORE, 0, 0)
+    set_limit(Resource::Fsize, args.max_file_size, args.max_file_size)?;
+    set_limit(Resource::Cpu, args.max_cpu, args.max_cpu + 5)?;
+    set_limit(Resource::Core, 0, 0)
 }
 
-/// Reading and running anything stays allowed; writing only in the work tree, the private
-/// dir and a few devices. The repository's git directory (which holds the work tree) is
-/// thereby read-only but for the work tree itself.
-fn confine_writes(work: &Path, private: &Path) -> Result<(), String> {
+/// Reading and running anything stays allowed; writing only in `writable` and a few devices.
+/// The repository's git directory (which holds the work tree) is thereby read-only but for the
+/// work tree itself.
+fn confine_writes(writable: &[PathBuf]) -> Result<(), String> {
     let abi = ABI::V5;
     let devices = [
         "/dev/null",
@@ -251,7 +250,7 @@ fn confine_writes(work: &Path, private: &Path) -> Result<(), String> {
         .handle_access(AccessFs::from_all(abi))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
-        .and_then(|r| r.add_rules(path_beneath_rules([work, private], AccessFs::from_all(abi))))
+        .and_then(|r| r.add_rules(path_beneath_rules(writable, AccessFs::from_all(abi))))
         .and_then(|r| r.add_rules(path_beneath_rules(devices, AccessFs::from_all(abi))))
         .and_then(|r| r.restrict_self())
         .map_err(|e| format!("Landlock: {e}"))?;
@@ -268,12 +267,10 @@ fn run_as_namespace_init(command: &[OsString]) -> i32 {
         eprintln!("agent-git sandbox: no command given");
         return SANDBOX_FAILED;
     };
-    // SAFETY: unshare on this single-threaded process; the result is checked.
-    if unsafe { libc::unshare(libc::CLONE_NEWPID) } != 0 {
-        eprintln!(
-            "agent-git sandbox: {}",
-            errno("cannot create a PID namespace")
-        );
+    use rustix::thread::{unshare_unsafe, UnshareFlags};
+    // SAFETY: this process is single-threaded and unshares no file table.
+    if let Err(e) = unsafe { unshare_unsafe(UnshareFlags::NEWPID) } {
+        eprintln!("agent-git sandbox: cannot create a PID namespace: {e}");
         return SANDBOX_FAILED;
     }
     match std::process::Command::new(program).args(rest).status() {

@@ -5,13 +5,18 @@
 //! that killing it ends every process it started.
 
 pub mod helper;
+mod process;
+
+pub use process::{run_prepared, RawRun};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-/// Environment variables a sandboxed command may see, besides HOME and TMPDIR (private) and
-/// PYTHONDONTWRITEBYTECODE. Nothing that could hold a secret.
+/// Environment variables a sandboxed command may see, besides the ones the harness sets (HOME,
+/// TMPDIR, PYTHONDONTWRITEBYTECODE and those of a test run). Nothing that could hold a secret.
 pub const ENV_ALLOWLIST: &[&str] = &[
     "PATH",
     "LANG",
@@ -30,6 +35,7 @@ pub const ENV_ALLOWLIST: &[&str] = &[
     "GOFLAGS",
     "RUSTUP_HOME",
     "RUSTUP_TOOLCHAIN",
+    "CARGO_HOME",
     "VIRTUAL_ENV",
     "PYTHONPATH",
     "NODE_PATH",
@@ -75,36 +81,45 @@ impl Layers {
     }
 }
 
+/// Where one confined command runs, what it may write, and the whole environment it sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Jail {
+    pub cwd: PathBuf,
+    pub writable: Vec<PathBuf>,
+    pub env: Vec<(String, String)>,
+}
+
 pub struct Sandbox {
     mode: Mode,
     work: PathBuf,
     private: tempfile::TempDir,
     layers: Option<Layers>,
     limits: Limits,
+    /// Directories the user made writable on purpose (`--allow-write`).
+    allow_write: Vec<PathBuf>,
 }
 
 /// What the helper is told, as its argv after `sandbox-exec`. Built as a pure value so that
 /// the exact confinement of a command can be checked by equality.
 pub fn helper_args(
-    work: &Path,
-    private: &Path,
+    writable: &[PathBuf],
     limits: &Limits,
     network: bool,
     filesystem: bool,
 ) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec![
-        "sandbox-exec".into(),
-        "--work".into(),
-        work.into(),
-        "--private".into(),
-        private.into(),
-        "--max-processes".into(),
-        limits.processes.to_string().into(),
-        "--max-file-size".into(),
-        limits.file_size_bytes.to_string().into(),
-        "--max-cpu".into(),
-        limits.cpu_seconds.to_string().into(),
-    ];
+    let mut args: Vec<OsString> = vec!["sandbox-exec".into()];
+    for dir in writable {
+        args.push("--write".into());
+        args.push(dir.into());
+    }
+    for (flag, value) in [
+        ("--max-processes", limits.processes),
+        ("--max-file-size", limits.file_size_bytes),
+        ("--max-cpu", limits.cpu_seconds),
+    ] {
+        args.push(flag.into());
+        args.push(value.to_string().into());
+    }
     if !network {
         args.push("--no-network-isolation".into());
     }
@@ -114,26 +129,65 @@ pub fn helper_args(
     args
 }
 
-/// The environment of a sandboxed command: the allowlisted variables of `vars` and the
-/// harness's own.
+/// The environment of a sandboxed command: the allowlisted variables of `vars` (PATH without
+/// the entries a repository could fill), the toolchain homes that a private HOME would hide,
+/// HOME and TMPDIR as given, and `extra`, which wins over everything.
 pub fn sandbox_env(
     vars: impl IntoIterator<Item = (String, String)>,
-    private: &Path,
+    home: &Path,
+    tmp: &Path,
+    extra: &[(String, String)],
 ) -> Vec<(String, String)> {
+    let vars: Vec<(String, String)> = vars.into_iter().collect();
+    let get = |name: &str| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
     let mut env: Vec<(String, String)> = vars
-        .into_iter()
+        .iter()
         .filter(|(name, _)| ENV_ALLOWLIST.contains(&name.as_str()))
+        .map(|(name, value)| match name.as_str() {
+            "PATH" => (name.clone(), absolute_path_entries(value)),
+            _ => (name.clone(), value.clone()),
+        })
         .collect();
-    env.push(("HOME".into(), private.join("home").display().to_string()));
-    env.push(("TMPDIR".into(), private.join("tmp").display().to_string()));
+    // rustup and cargo find their toolchains under the real HOME unless told where.
+    if let Some(real_home) = get("HOME").filter(|h| h.starts_with('/')) {
+        for (name, dir) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+            if get(name).is_none() {
+                env.push((
+                    name.into(),
+                    format!("{}/{dir}", real_home.trim_end_matches('/')),
+                ));
+            }
+        }
+    }
+    env.push(("HOME".into(), home.display().to_string()));
+    env.push(("TMPDIR".into(), tmp.display().to_string()));
     env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    for (name, value) in extra {
+        env.retain(|(n, _)| n != name);
+        env.push((name.clone(), value.clone()));
+    }
     env.sort();
     env
 }
 
+/// PATH without empty or relative entries: those name the current directory, which a model
+/// could fill with a `python3` of its own.
+fn absolute_path_entries(path: &str) -> String {
+    path.split(':')
+        .filter(|entry| entry.starts_with('/'))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 impl Sandbox {
-    /// Makes the private HOME and TMPDIR and, when on, probes which layers hold here.
-    pub fn start(mode: Mode, work: &Path, limits: Limits) -> std::io::Result<Sandbox> {
+    /// Makes the private HOME and TMPDIR of the model's commands and, when on, probes which
+    /// layers hold here.
+    pub fn start(
+        mode: Mode,
+        work: &Path,
+        limits: Limits,
+        allow_write: Vec<PathBuf>,
+    ) -> std::io::Result<Sandbox> {
         let private = tempfile::Builder::new()
             .prefix("agent-git-sandbox-")
             .tempdir()?;
@@ -145,6 +199,7 @@ impl Sandbox {
             private,
             layers: None,
             limits,
+            allow_write,
         };
         if mode == Mode::On {
             sandbox.layers = Some(sandbox.probe()?);
@@ -153,18 +208,13 @@ impl Sandbox {
     }
 
     fn probe(&self) -> std::io::Result<Layers> {
+        let jail = self.model_jail();
         let child = Command::new(std::env::current_exe()?)
-            .args(helper_args(
-                &self.work,
-                self.private.path(),
-                &self.limits,
-                true,
-                true,
-            ))
+            .args(helper_args(&jail.writable, &self.limits, true, true))
             .arg("--probe")
             .env_clear()
-            .envs(self.env())
-            .current_dir(&self.work)
+            .envs(jail.env)
+            .current_dir(&jail.cwd)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()?;
@@ -174,33 +224,52 @@ impl Sandbox {
         Ok(helper::parse_probe(&String::from_utf8_lossy(&out.stdout)))
     }
 
-    pub fn work_dir(&self) -> &Path {
-        &self.work
+    /// Where the model's commands run: the work tree, writable with a private HOME and TMPDIR
+    /// that last for the whole run.
+    pub fn model_jail(&self) -> Jail {
+        let private = self.private.path();
+        let mut writable = vec![self.work.clone(), private.to_path_buf()];
+        writable.extend(self.allow_write.iter().cloned());
+        Jail {
+            cwd: self.work.clone(),
+            writable,
+            env: sandbox_env(
+                std::env::vars(),
+                &private.join("home"),
+                &private.join("tmp"),
+                &[],
+            ),
+        }
     }
 
-    /// Runs `shell` confined, kills it all at the timeout or on interrupt, and clears up after.
+    /// The directories the user made writable on purpose.
+    pub fn allowed_writes(&self) -> &[PathBuf] {
+        &self.allow_write
+    }
+
+    /// Runs `shell` in `jail`, confined as far as this machine allows; kills it all at the
+    /// timeout or on interrupt, and clears up after.
     pub fn run(
         &self,
+        jail: &Jail,
         shell: &str,
-        timeout: std::time::Duration,
-        interrupt: &std::sync::atomic::AtomicBool,
-    ) -> std::io::Result<crate::testrun::RawRun> {
+        timeout: Duration,
+        interrupt: &AtomicBool,
+        waiting: &mut dyn FnMut(Duration),
+    ) -> std::io::Result<RawRun> {
         // CPU time can only be spent within the wall-clock limit, plus a margin.
         let cpu = timeout.as_secs().saturating_add(5);
-        let raw = crate::testrun::run_prepared(self.command(shell, cpu)?, timeout, interrupt)?;
+        let command = self.command(jail, shell, cpu)?;
+        let raw = run_prepared(command, timeout, interrupt, waiting)?;
         if self.layers.is_some() {
             helper::remove_cgroup(raw.pid);
         }
         Ok(raw)
     }
 
-    pub fn env(&self) -> Vec<(String, String)> {
-        sandbox_env(std::env::vars(), self.private.path())
-    }
-
     /// One line for the start of a run and its report.
     pub fn describe(&self) -> String {
-        describe(self.layers.as_ref())
+        describe(self.layers.as_ref(), &self.allow_write)
     }
 
     /// Why the model's commands may not run here, if they may not.
@@ -208,8 +277,8 @@ impl Sandbox {
         refusal(self.mode, self.layers.as_ref())
     }
 
-    /// `sh -c shell` in the work tree, confined as far as this machine allows.
-    pub fn command(&self, shell: &str, cpu_seconds: u64) -> std::io::Result<Command> {
+    /// `sh -c shell` in the jail, confined as far as this machine allows.
+    pub fn command(&self, jail: &Jail, shell: &str, cpu_seconds: u64) -> std::io::Result<Command> {
         let mut command = match &self.layers {
             None => {
                 let mut c = Command::new("sh");
@@ -223,8 +292,7 @@ impl Sandbox {
                 };
                 let mut c = Command::new(std::env::current_exe()?);
                 c.args(helper_args(
-                    &self.work,
-                    self.private.path(),
+                    &jail.writable,
                     &limits,
                     layers.network.is_ok(),
                     layers.filesystem.is_ok(),
@@ -234,18 +302,34 @@ impl Sandbox {
                 c
             }
         };
-        command.current_dir(&self.work).env_clear().envs(self.env());
+        command
+            .current_dir(&jail.cwd)
+            .env_clear()
+            .envs(jail.env.iter().map(|(k, v)| (k, v)));
         Ok(command)
     }
 }
 
-/// One line for the start of a run and its report: which layers hold, or that none was asked.
-pub fn describe(layers: Option<&Layers>) -> String {
-    let Some(layers) = layers else {
-        return "off (--sandbox off): commands and tests ran unconfined, with the allowlisted \
-                environment"
-            .into();
+/// One line for the start of a run and its report: which layers hold, or that none was asked,
+/// and which directories the user made writable.
+pub fn describe(layers: Option<&Layers>, allow_write: &[PathBuf]) -> String {
+    let mut line = match layers {
+        None => "off (--sandbox off): commands and tests ran unconfined, with the allowlisted \
+                 environment"
+            .to_string(),
+        Some(layers) => describe_layers(layers),
     };
+    if !allow_write.is_empty() {
+        let dirs: Vec<String> = allow_write
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        line.push_str(&format!("; also writable on request: {}", dirs.join(", ")));
+    }
+    line
+}
+
+fn describe_layers(layers: &Layers) -> String {
     let part = |r: &Result<(), String>, ok: &str, what: &str| match r {
         Ok(()) => ok.to_string(),
         Err(e) => format!("{what} NOT confined ({e})"),
@@ -274,7 +358,7 @@ pub fn refusal(mode: Mode, layers: Option<&Layers>) -> Option<String> {
         _ => Some(format!(
             "refused: the sandbox is not available on this machine ({}); run_command is \
              disabled unless the user passes --sandbox off",
-            describe(layers)
+            describe(layers, &[])
         )),
     }
 }
@@ -286,8 +370,7 @@ mod tests {
     #[test]
     fn helper_args_state_the_whole_confinement() {
         let args = helper_args(
-            Path::new("/w"),
-            Path::new("/p"),
+            &[PathBuf::from("/w"), PathBuf::from("/p")],
             &Limits::default(),
             true,
             false,
@@ -297,9 +380,9 @@ mod tests {
             args,
             vec![
                 "sandbox-exec",
-                "--work",
+                "--write",
                 "/w",
-                "--private",
+                "--write",
                 "/p",
                 "--max-processes",
                 "512",
@@ -338,33 +421,40 @@ mod tests {
         let no_net = layers(Err("EPERM".into()), Ok(()));
         assert!(refusal(Mode::On, Some(&no_net)).is_some());
         assert_eq!(refusal(Mode::Off, None), None);
-        assert!(describe(None).starts_with("off (--sandbox off)"));
+        assert!(describe(None, &[]).starts_with("off (--sandbox off)"));
         assert_eq!(
-            describe(Some(&full)),
+            describe(Some(&full), &[PathBuf::from("/cache")]),
             "no network (own loopback only); writes only in the work tree and a private temp dir \
-             (Landlock); processes NOT limited (no cgroup)"
+             (Landlock); processes NOT limited (no cgroup); also writable on request: /cache"
         );
     }
 
     #[test]
     fn the_environment_is_an_allowlist() {
+        let var = |k: &str, v: &str| (k.to_string(), v.to_string());
         let env = sandbox_env(
             [
-                ("PATH".to_string(), "/bin".to_string()),
-                ("ANTHROPIC_API_KEY".to_string(), "sk".to_string()),
-                ("HOME".to_string(), "/root".to_string()),
-                ("SSH_AUTH_SOCK".to_string(), "/s".to_string()),
-                ("GIT_DIR".to_string(), "/r/.git".to_string()),
+                var("PATH", "/usr/bin::.:bin:/bin"),
+                var("ANTHROPIC_API_KEY", "sk"),
+                var("HOME", "/root"),
+                var("SSH_AUTH_SOCK", "/s"),
+                var("GIT_DIR", "/r/.git"),
+                var("CARGO_HOME", "/opt/cargo"),
             ],
-            Path::new("/p"),
+            Path::new("/p/home"),
+            Path::new("/p/tmp"),
+            &[var("PYTHONNOUSERSITE", "1"), var("HOME", "/q/home")],
         );
         assert_eq!(
             env,
             vec![
-                ("HOME".to_string(), "/p/home".to_string()),
-                ("PATH".to_string(), "/bin".to_string()),
-                ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
-                ("TMPDIR".to_string(), "/p/tmp".to_string()),
+                var("CARGO_HOME", "/opt/cargo"),
+                var("HOME", "/q/home"),
+                var("PATH", "/usr/bin:/bin"),
+                var("PYTHONDONTWRITEBYTECODE", "1"),
+                var("PYTHONNOUSERSITE", "1"),
+                var("RUSTUP_HOME", "/root/.rustup"),
+                var("TMPDIR", "/p/tmp"),
             ]
         );
     }

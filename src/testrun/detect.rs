@@ -1,9 +1,28 @@
-//! Which test command a repository uses, judged from the files of its base commit.
+//! Which test command a repository uses, judged from the files of its base commit: the
+//! project's own declared runner first (tox.ini, noxfile.py, a Makefile's `test` target,
+//! package.json's test script), then the conventions of its language.
+
+use super::{Runner, TestCommand, TestResult};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Detected {
-    Command(String),
-    BuiltinPython,
+pub struct Detected {
+    pub command: TestCommand,
+    /// How reports name the command.
+    pub label: String,
+    pub runner: Runner,
+    /// Where the command came from, for the user.
+    pub source: String,
+}
+
+impl Detected {
+    fn shell(command: String, runner: Runner, source: &str) -> Self {
+        Detected {
+            label: command.clone(),
+            command: TestCommand::Shell(command),
+            runner,
+            source: source.to_string(),
+        }
+    }
 }
 
 /// `paths` are the repository's files (relative, `/`-separated); `read` gives a file's text.
@@ -13,32 +32,285 @@ pub fn detect(
     pytest_available: bool,
 ) -> Option<Detected> {
     let has = |name: &str| paths.iter().any(|p| p == name);
+    if let Some(command) = read("tox.ini").and_then(|t| tox_commands(&t)) {
+        let runner = guess_runner(&command);
+        return Some(Detected::shell(
+            command,
+            runner,
+            "the [testenv] commands of tox.ini",
+        ));
+    }
+    if let Some(text) = read("noxfile.py") {
+        let session = ["tests", "test"]
+            .into_iter()
+            .find(|s| text.contains(&format!("def {s}(")));
+        let command = match session {
+            Some(s) => format!("nox -s {s}"),
+            None => "nox".to_string(),
+        };
+        return Some(Detected::shell(command, Runner::Other, "noxfile.py"));
+    }
+    for makefile in ["GNUmakefile", "makefile", "Makefile"] {
+        if let Some(text) = read(makefile).filter(|t| has_make_target(t, "test")) {
+            let runner = guess_runner(&make_recipe(&text, "test"));
+            return Some(Detected::shell("make test".into(), runner, makefile));
+        }
+    }
+    if let Some(script) = read("package.json").and_then(|t| npm_test_script(&t)) {
+        let runner = guess_runner(&script);
+        return Some(Detected::shell(
+            "npm test".into(),
+            runner,
+            "package.json's test script",
+        ));
+    }
     if has("Cargo.toml") {
-        return Some(Detected::Command("cargo test".into()));
+        return Some(Detected::shell(
+            "cargo test".into(),
+            Runner::Cargo,
+            "Cargo.toml",
+        ));
     }
     if has("go.mod") {
-        return Some(Detected::Command("go test ./...".into()));
+        return Some(Detected::shell(
+            "go test -v ./...".into(),
+            Runner::Go,
+            "go.mod",
+        ));
     }
-    if has("package.json") && read("package.json").is_some_and(|t| has_npm_test_script(&t)) {
-        return Some(Detected::Command("npm test".into()));
+    let tests: Vec<&String> = paths.iter().filter(|p| is_python_test_file(p)).collect();
+    if tests.is_empty() {
+        return None;
     }
-    if paths.iter().any(|p| is_python_test_file(p)) {
-        return Some(if pytest_available {
-            Detected::Command("python3 -m pytest -q".into())
-        } else {
-            Detected::BuiltinPython
+    if tests
+        .iter()
+        .all(|p| read(p).is_some_and(|t| is_unittest_module(&t)))
+    {
+        return Some(Detected {
+            command: TestCommand::BuiltinPython { unittest: true },
+            label: "python3 -m unittest discover (agent-git's runner)".into(),
+            runner: Runner::BuiltinPython,
+            source: "test files written for unittest".into(),
         });
     }
-    None
+    Some(if pytest_available {
+        Detected::shell(
+            "python3 -m pytest -q".into(),
+            Runner::Pytest,
+            "Python test files",
+        )
+    } else {
+        Detected {
+            command: TestCommand::BuiltinPython { unittest: false },
+            label: "built-in Python runner".into(),
+            runner: Runner::BuiltinPython,
+            source: "Python test files, and no pytest".into(),
+        }
+    })
 }
 
-fn has_npm_test_script(package_json: &str) -> bool {
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(package_json) else {
-        return false;
+/// Which runner's output a shell command will print, from its words.
+pub fn guess_runner(command: &str) -> Runner {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let has = |w: &str| {
+        words.iter().any(|x| {
+            let x = x.trim_matches(['"', '\'']);
+            x == w || x.ends_with(&format!("/{w}"))
+        })
     };
-    value["scripts"]["test"]
-        .as_str()
-        .is_some_and(|s| !s.contains("no test specified"))
+    let pair = |a: &str, b: &str| words.windows(2).any(|w| w[0].ends_with(a) && w[1] == b);
+    if has("pytest") || has("py.test") || command.contains("-m pytest") {
+        Runner::Pytest
+    } else if command.contains("unittest") {
+        Runner::Unittest
+    } else if pair("cargo", "test") || pair("cargo", "nextest") {
+        Runner::Cargo
+    } else if pair("go", "test") {
+        Runner::Go
+    } else if pair("node", "--test") {
+        Runner::Node
+    } else {
+        Runner::Other
+    }
+}
+
+/// What the runner collects or reads beyond the defaults, as protected patterns: unittest's
+/// discovery takes every `test*.py`, pytest its configured `python_files`, make its makefiles.
+pub fn collected_patterns(
+    runner: Runner,
+    command: &TestCommand,
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut patterns: Vec<String> = Vec::new();
+    match (runner, command) {
+        (Runner::Unittest, _) | (_, TestCommand::BuiltinPython { unittest: true }) => {
+            patterns.push("test*.py".into())
+        }
+        (Runner::Pytest, _) => patterns.extend(pytest_python_files(read)),
+        (Runner::Cargo, _) => patterns.push("benches/".into()),
+        _ => {}
+    }
+    if let TestCommand::Shell(line) = command {
+        if line.split_whitespace().next() == Some("make") {
+            patterns.extend(["Makefile", "makefile", "GNUmakefile", "*.mk"].map(String::from));
+        }
+    }
+    patterns
+}
+
+/// The `python_files` patterns of the base's pytest configuration, wherever it is set.
+fn pytest_python_files(read: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let ini = |file: &str, section: &str| {
+        let text = read(file)?;
+        ini_value(&text, section, "python_files")
+    };
+    let toml = || {
+        let table: toml::Table = read("pyproject.toml")?.parse().ok()?;
+        let pytest = table.get("tool")?.get("pytest")?;
+        let value = pytest
+            .get("ini_options")
+            .and_then(|o| o.get("python_files"))
+            .or_else(|| pytest.get("python_files"))?;
+        Some(match value {
+            toml::Value::Array(items) => items
+                .iter()
+                .filter_map(|i| i.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            other => other.as_str()?.to_string(),
+        })
+    };
+    let found = ini("pytest.ini", "pytest")
+        .or_else(|| ini(".pytest.ini", "pytest"))
+        .or_else(toml)
+        .or_else(|| ini("tox.ini", "pytest"))
+        .or_else(|| ini("setup.cfg", "tool:pytest"));
+    found
+        .map(|v| v.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
+/// A key's value in an INI section (continuation lines joined with spaces).
+fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
+    let mut inside = false;
+    let mut value: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(header) = trimmed.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            if value.is_some() {
+                break;
+            }
+            inside = header.trim() == section;
+            continue;
+        }
+        if !inside || trimmed.is_empty() || trimmed.starts_with(['#', ';']) {
+            continue;
+        }
+        let continued = line.starts_with([' ', '\t']);
+        match (&mut value, continued) {
+            (Some(v), true) => {
+                v.push(' ');
+                v.push_str(trimmed);
+            }
+            (Some(_), false) => break,
+            (None, _) => {
+                if let Some((k, v)) = trimmed.split_once(['=', ':']) {
+                    if k.trim() == key {
+                        value = Some(v.trim().to_string());
+                    }
+                }
+            }
+        }
+    }
+    value
+}
+
+/// tox's `[testenv] commands` as one shell line, when its substitutions are plain enough.
+fn tox_commands(text: &str) -> Option<String> {
+    let mut lines: Vec<String> = Vec::new();
+    // Continuation lines were joined with spaces; tox runs each original line on its own.
+    for line in text_lines_of(text, "testenv", "commands") {
+        let line = line.trim().trim_start_matches('-').trim();
+        let line = line
+            .replace("{posargs}", "")
+            .replace("{envpython}", "python3")
+            .replace("{toxinidir}", ".")
+            .replace("{envbindir}/", "");
+        if line.contains('{') {
+            return None;
+        }
+        if !line.trim().is_empty() {
+            lines.push(line.trim().to_string());
+        }
+    }
+    (!lines.is_empty()).then(|| lines.join(" && "))
+}
+
+/// The separate lines of a multi-line INI value.
+fn text_lines_of(text: &str, section: &str, key: &str) -> Vec<String> {
+    let mut inside = false;
+    let mut collecting = false;
+    let mut lines = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            if collecting {
+                break;
+            }
+            inside = trimmed == format!("[{section}]");
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        if collecting {
+            if line.starts_with([' ', '\t']) && !trimmed.is_empty() {
+                lines.push(trimmed.to_string());
+                continue;
+            }
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            break;
+        }
+        if let Some((k, v)) = trimmed.split_once('=') {
+            if k.trim() == key {
+                collecting = true;
+                if !v.trim().is_empty() {
+                    lines.push(v.trim().to_string());
+                }
+            }
+        }
+    }
+    lines
+}
+
+fn has_make_target(makefile: &str, target: &str) -> bool {
+    makefile.lines().any(|line| {
+        line.split_once(':').is_some_and(|(names, rest)| {
+            !rest.starts_with('=') && names.split_whitespace().any(|n| n == target)
+        }) && !line.starts_with(['\t', ' ', '#', '.'])
+    })
+}
+
+/// The recipe lines of a make target, to guess which runner it calls.
+fn make_recipe(makefile: &str, target: &str) -> String {
+    let mut lines = makefile.lines().skip_while(|line| {
+        !line
+            .split_once(':')
+            .is_some_and(|(names, _)| names.split_whitespace().any(|n| n == target))
+    });
+    let _header = lines.next();
+    lines
+        .take_while(|l| l.starts_with('\t'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn npm_test_script(package_json: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(package_json).ok()?;
+    let script = value["scripts"]["test"].as_str()?;
+    (!script.contains("no test specified")).then(|| script.to_string())
 }
 
 fn is_python_test_file(path: &str) -> bool {
@@ -46,15 +318,56 @@ fn is_python_test_file(path: &str) -> bool {
     name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
 }
 
-/// Whether `python3 -m pytest` would work here.
-pub fn pytest_available() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// A test module written for unittest: it subclasses TestCase (or builds a suite in
+/// load_tests) and does not use pytest.
+fn is_unittest_module(text: &str) -> bool {
+    let uses_unittest = text.contains("unittest.TestCase")
+        || text.contains("(TestCase)")
+        || text.contains("def load_tests(");
+    uses_unittest && !text.contains("import pytest") && !text.contains("from pytest")
+}
+
+/// Why a result before any change shows that the tests cannot run at all, if it does.
+pub fn unusable(result: &TestResult) -> Option<String> {
+    if !result.ran {
+        return Some(format!("the test command could not start: {}", result.tail));
+    }
+    let output = result.tail.as_str();
+    let said = |needle: &str| output.contains(needle);
+    let reason = match result.exit_code {
+        _ if said("No module named pytest") => "pytest is not installed for this python3",
+        Some(126) => "the test command is not executable (exit 126)",
+        Some(127) => "the test command was not found (exit 127)",
+        Some(125) if said("agent-git sandbox:") => "the sandbox could not start the test command",
+        _ if said("rustup could not choose a version") || said("no default toolchain") => {
+            "no Rust toolchain is available to the tests"
+        }
+        _ if said("Missing script: \"test\"") || said("missing script: test") => {
+            "package.json has no test script"
+        }
+        _ if said("No rule to make target") => "the Makefile has no such target",
+        Some(5) if result.runner_collected_nothing() => "the test command collected no tests",
+        _ if result.runner_collected_nothing() => "the test command ran no tests",
+        _ => return None,
+    };
+    Some(reason.to_string())
+}
+
+impl TestResult {
+    /// The runner said (or its names show) that it collected no tests at all.
+    fn runner_collected_nothing(&self) -> bool {
+        let output = self.tail.as_str();
+        let none_named = self.cases.as_ref().is_some_and(|c| c.is_empty());
+        let zero = self
+            .counts
+            .is_some_and(|c| c.passed + c.failed + c.skipped == 0);
+        none_named
+            || zero
+            || output.contains("no tests ran")
+            || output.contains("collected 0 items")
+            || output.contains("Ran 0 tests")
+            || output.contains("NO TESTS RAN")
+    }
 }
 
 #[cfg(test)]
@@ -72,25 +385,84 @@ mod tests {
         detect(&paths, &read, pytest)
     }
 
+    fn shell(files: &[(&str, &str)], pytest: bool) -> Option<(String, Runner)> {
+        detect_in(files, pytest).map(|d| match d.command {
+            TestCommand::Shell(c) => (c, d.runner),
+            other => (format!("{other:?}"), d.runner),
+        })
+    }
+
     #[test]
     fn detects_by_marker_files() {
-        let cmd = |s: &str| Some(Detected::Command(s.into()));
-        assert_eq!(detect_in(&[("Cargo.toml", "")], false), cmd("cargo test"));
-        assert_eq!(detect_in(&[("go.mod", "")], false), cmd("go test ./..."));
+        let cmd = |s: &str, r| Some((s.to_string(), r));
         assert_eq!(
-            detect_in(
+            shell(&[("Cargo.toml", "")], false),
+            cmd("cargo test", Runner::Cargo)
+        );
+        assert_eq!(
+            shell(&[("go.mod", "")], false),
+            cmd("go test -v ./...", Runner::Go)
+        );
+        assert_eq!(
+            shell(
                 &[("package.json", r#"{"scripts":{"test":"node --test"}}"#)],
                 false
             ),
-            cmd("npm test")
+            cmd("npm test", Runner::Node)
         );
         assert_eq!(
-            detect_in(&[("src/calc.py", ""), ("tests/test_calc.py", "")], true),
-            cmd("python3 -m pytest -q")
+            shell(&[("src/calc.py", ""), ("tests/test_calc.py", "")], true),
+            cmd("python3 -m pytest -q", Runner::Pytest)
         );
         assert_eq!(
-            detect_in(&[("calc_test.py", "")], false),
-            Some(Detected::BuiltinPython)
+            detect_in(&[("calc_test.py", "def test_a(): pass")], false).map(|d| d.command),
+            Some(TestCommand::BuiltinPython { unittest: false })
+        );
+    }
+
+    #[test]
+    fn the_projects_own_runner_comes_first() {
+        let tox = "[tox]\nenvlist = py311\n\n[testenv]\ndeps = pytest\ncommands =\n    pytest {posargs} tests\n    - python -m doctest README.md\n";
+        assert_eq!(
+            shell(&[("tox.ini", tox), ("test_a.py", "")], true),
+            Some((
+                "pytest  tests && python -m doctest README.md".to_string(),
+                Runner::Pytest
+            ))
+        );
+        let make = "PY = python3\n\n.PHONY: test\ntest: build\n\t$(PY) -m unittest -v\n";
+        assert_eq!(
+            shell(&[("Makefile", make), ("Cargo.toml", "")], true),
+            Some(("make test".to_string(), Runner::Unittest))
+        );
+        assert_eq!(
+            shell(
+                &[("Makefile", "build:\n\tcc x.c\n"), ("Cargo.toml", "")],
+                true
+            ),
+            Some(("cargo test".to_string(), Runner::Cargo)),
+            "a Makefile without a test target is no runner"
+        );
+        let nox = "import nox\n\n@nox.session\ndef tests(session):\n    session.run('pytest')\n";
+        assert_eq!(
+            shell(&[("noxfile.py", nox)], true),
+            Some(("nox -s tests".to_string(), Runner::Other))
+        );
+    }
+
+    #[test]
+    fn unittest_projects_use_unittest_discovery_even_with_pytest_around() {
+        let unit =
+            "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n";
+        let d = detect_in(&[("test_a.py", unit), ("tests/test_b.py", unit)], true).unwrap();
+        assert_eq!(d.command, TestCommand::BuiltinPython { unittest: true });
+        let mixed = detect_in(
+            &[("test_a.py", unit), ("test_b.py", "import pytest\n")],
+            true,
+        );
+        assert_eq!(
+            mixed.map(|d| d.command),
+            Some(TestCommand::Shell("python3 -m pytest -q".into()))
         );
     }
 
@@ -99,5 +471,57 @@ mod tests {
         let npm_init = r#"{"scripts":{"test":"echo \"Error: no test specified\" && exit 1"}}"#;
         assert_eq!(detect_in(&[("package.json", npm_init)], false), None);
         assert_eq!(detect_in(&[("README.md", ""), ("calc.py", "")], true), None);
+    }
+
+    #[test]
+    fn the_runner_collects_more_than_the_defaults() {
+        let files = [
+            (
+                "pyproject.toml",
+                "[tool.pytest.ini_options]\npython_files = [\"check_*.py\", \"*_checks.py\"]\n",
+            ),
+            ("setup.cfg", "[tool:pytest]\npython_files = ignored_*.py\n"),
+        ];
+        let read = |name: &str| {
+            files
+                .iter()
+                .find(|(p, _)| *p == name)
+                .map(|(_, t)| t.to_string())
+        };
+        let pytest = TestCommand::Shell("pytest".into());
+        assert_eq!(
+            collected_patterns(Runner::Pytest, &pytest, &read),
+            vec!["check_*.py", "*_checks.py"]
+        );
+        let ini = |name: &str| {
+            (name == "pytest.ini")
+                .then(|| "[pytest]\npython_files =\n    t_*.py\n    *_t.py\n".into())
+        };
+        assert_eq!(
+            collected_patterns(Runner::Pytest, &pytest, &ini),
+            vec!["t_*.py", "*_t.py"]
+        );
+        let unittest = TestCommand::BuiltinPython { unittest: true };
+        assert_eq!(
+            collected_patterns(Runner::BuiltinPython, &unittest, &read),
+            vec!["test*.py"]
+        );
+        let make = TestCommand::Shell("make test".into());
+        assert_eq!(
+            collected_patterns(Runner::Other, &make, &read),
+            vec!["Makefile", "makefile", "GNUmakefile", "*.mk"]
+        );
+    }
+
+    #[test]
+    fn guesses_the_runner_from_the_command() {
+        assert_eq!(guess_runner("python3 -m pytest -q"), Runner::Pytest);
+        assert_eq!(guess_runner(".venv/bin/pytest tests"), Runner::Pytest);
+        assert_eq!(guess_runner("pytest tests"), Runner::Pytest);
+        assert_eq!(guess_runner("python -m unittest -v"), Runner::Unittest);
+        assert_eq!(guess_runner("cargo test --workspace"), Runner::Cargo);
+        assert_eq!(guess_runner("go test ./..."), Runner::Go);
+        assert_eq!(guess_runner("node --test"), Runner::Node);
+        assert_eq!(guess_runner("make check"), Runner::Other);
     }
 }

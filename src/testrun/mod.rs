@@ -1,89 +1,90 @@
-//! Detect the test command, run it with a timeout, and read which tests fail.
+//! What the tests are and what their output says: detect the test command, read the results
+//! and the names of the tests, keep the inventory of tests that must not vanish. Pure: the
+//! processes run elsewhere (the sandbox), the files are read elsewhere (the verifier).
 
+mod cases;
 mod detect;
+mod inventory;
 mod parse;
-mod run;
 
-pub use detect::{detect, pytest_available, Detected};
+pub use cases::{
+    cases_from_junit, cases_from_output, cases_from_results_json, Case, Runner, Status,
+};
+pub use detect::{collected_patterns, detect, guess_runner, Detected};
+pub use inventory::Inventory;
 pub use parse::{parse_output, Counts, Failure, Parsed};
-pub use run::{run_prepared, RawRun};
 
-use crate::sandbox::Sandbox;
-use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-/// The built-in runner for Python projects without pytest: standard library only.
+/// The built-in runner for Python projects: standard library only.
 pub const BUILTIN_PYTHON_RUNNER: &str = include_str!("runner.py");
 
 /// How many lines of output a result keeps for the model and the report.
 const TAIL_LINES: usize = 60;
 const TAIL_BYTES: usize = 6_000;
 
-/// The test command of a run. Owns the directory holding the built-in runner, when used.
+/// What runs the tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestCommand {
+    /// A shell command, run with `sh -c` in the tree under test.
+    Shell(String),
+    /// agent-git's own Python runner; with `unittest`, unittest's discovery and loader.
+    BuiltinPython { unittest: bool },
+}
+
+/// The test command of a run, and how to read what it prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestPlan {
-    pub command: String,
-    /// How reports name the command (the built-in runner's temp path means nothing to a reader).
+    pub command: TestCommand,
+    /// How reports name the command.
     pub label: String,
     pub timeout: Duration,
-    runner_dir: Option<tempfile::TempDir>,
+    pub runner: Runner,
+    /// An install step (`npm ci`, ...) run in the clean room before the tests, again only when
+    /// the files it depends on change.
+    pub setup: Option<String>,
 }
 
 impl TestPlan {
+    /// A command the user gave; its runner is guessed from its words.
     pub fn shell(command: String, timeout: Duration) -> Self {
         TestPlan {
             label: command.clone(),
-            command,
+            runner: guess_runner(&command),
+            command: TestCommand::Shell(command),
             timeout,
-            runner_dir: None,
+            setup: None,
         }
     }
 
-    /// Writes the built-in Python runner to a private temp dir, outside the work tree.
-    pub fn builtin_python(timeout: Duration) -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new()
-            .prefix("agent-git-runner-")
-            .tempdir()?;
-        let script = dir.path().join("agent_git_runner.py");
-        std::fs::write(&script, BUILTIN_PYTHON_RUNNER)?;
-        Ok(TestPlan {
-            command: format!("python3 '{}'", script.display()),
-            label: "built-in Python runner".to_string(),
+    pub fn from_detected(detected: Detected, timeout: Duration) -> Self {
+        TestPlan {
+            label: detected.label,
+            command: detected.command,
             timeout,
-            runner_dir: Some(dir),
-        })
-    }
-
-    pub fn from_detected(detected: Detected, timeout: Duration) -> std::io::Result<Self> {
-        match detected {
-            Detected::Command(command) => Ok(Self::shell(command, timeout)),
-            Detected::BuiltinPython => Self::builtin_python(timeout),
+            runner: detected.runner,
+            setup: None,
         }
     }
 
-    /// Runs the tests in `dir` and reads the result. An I/O error here means the command could
-    /// not even be started, which is the harness's failure, not the code's.
-    pub fn run(&self, sandbox: &Sandbox, interrupt: &AtomicBool) -> std::io::Result<TestResult> {
-        let dir = sandbox.work_dir();
-        let mut raw = sandbox.run(&self.command, self.timeout, interrupt)?;
-        raw.output = self.relative_paths(&raw.output, dir);
-        Ok(TestResult::from_raw(&self.label, raw, self.timeout))
+    /// The shell command line, given where the built-in runner's script was written.
+    pub fn command_line(&self, runner_script: &std::path::Path) -> String {
+        match &self.command {
+            TestCommand::Shell(command) => command.clone(),
+            TestCommand::BuiltinPython { unittest } => {
+                let mode = if *unittest { " --unittest" } else { "" };
+                format!("python3 '{}'{mode}", runner_script.display())
+            }
+        }
     }
+}
 
-    /// Paths in the output made relative to the work tree, and the runner's temp path named
-    /// plainly: the run's own folders mean nothing to the model, and would make every
-    /// conversation differ from the last (and every replay diverge).
-    fn relative_paths(&self, output: &str, dir: &Path) -> String {
-        let mut text = output.to_string();
-        if let Some(runner) = &self.runner_dir {
-            text = text.replace(&runner.path().display().to_string(), "agent-git-runner");
-        }
-        let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-        for root in [canonical.as_path(), dir] {
-            text = text.replace(&format!("{}/", root.display()), "");
-        }
-        text
-    }
+/// How a test process ended, as the sandbox saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub interrupted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -91,6 +92,7 @@ pub struct TestResult {
     pub command: String,
     /// False when the command could not be run at all (the harness failed, not the code).
     pub ran: bool,
+    /// The verdict: the command succeeded and every test of the inventory ran and passed.
     pub passed: bool,
     pub exit_code: Option<i32>,
     /// Set when the run was killed at its time limit.
@@ -98,23 +100,63 @@ pub struct TestResult {
     pub interrupted: bool,
     pub counts: Option<Counts>,
     pub failing: Vec<Failure>,
+    /// Every test the runner named, with how it ended; None when no names could be read.
+    #[serde(skip)]
+    pub cases: Option<Vec<Case>>,
+    /// Tests of the inventory that did not run and pass: gone, deselected or skipped.
+    pub vanished: Vec<String>,
+    /// Whether the verdict rests on the exit code alone (no test names could be read before
+    /// any change).
+    pub exit_code_only: bool,
     /// The last lines of the output, capped.
     pub tail: String,
 }
 
 impl TestResult {
-    pub fn from_raw(label: &str, raw: RawRun, timeout: Duration) -> Self {
-        let parsed = parse_output(&raw.output);
+    /// Reads a finished run. `cases` come from result files when the runner wrote them; else
+    /// from the output, as far as `runner`'s output names them.
+    pub fn read(plan: &TestPlan, output: &str, ended: Ended, cases: Option<Vec<Case>>) -> Self {
+        let parsed = parse_output(output);
+        let cases = cases.or_else(|| {
+            // Names read from the output count only if they are all of them: the runner's own
+            // totals must agree (pytest -q names failures alone, say).
+            let found = cases_from_output(plan.runner, output);
+            let complete = parsed.counts.is_none_or(|c| {
+                let named = Counts::of(&found);
+                (named.passed, named.failed) == (c.passed, c.failed)
+            });
+            (!found.is_empty() && complete).then_some(found)
+        });
+        let mut failing = parsed.failing;
+        let mut counts = parsed.counts;
+        if let Some(cases) = &cases {
+            counts = Some(Counts::of(cases));
+            for case in cases.iter().filter(|c| c.status.is_failure()) {
+                if !failing.iter().any(|f| f.name == case.name) {
+                    failing.push(Failure {
+                        name: case.name.clone(),
+                        detail: None,
+                    });
+                }
+            }
+        }
+        let failed_case = cases.iter().flatten().any(|c| c.status.is_failure());
         TestResult {
-            command: label.to_string(),
+            command: plan.label.clone(),
             ran: true,
-            passed: raw.exit_code == Some(0) && !raw.timed_out && !raw.interrupted,
-            exit_code: raw.exit_code,
-            timed_out_after: raw.timed_out.then_some(timeout.as_secs()),
-            interrupted: raw.interrupted,
-            counts: parsed.counts,
-            failing: parsed.failing,
-            tail: tail(&raw.output, TAIL_LINES, TAIL_BYTES),
+            passed: ended.exit_code == Some(0)
+                && !ended.timed_out
+                && !ended.interrupted
+                && !failed_case,
+            exit_code: ended.exit_code,
+            timed_out_after: ended.timed_out.then_some(plan.timeout.as_secs()),
+            interrupted: ended.interrupted,
+            counts,
+            failing,
+            cases,
+            vanished: Vec::new(),
+            exit_code_only: false,
+            tail: tail(output, TAIL_LINES, TAIL_BYTES),
         }
     }
 
@@ -129,6 +171,9 @@ impl TestResult {
             interrupted: false,
             counts: None,
             failing: Vec::new(),
+            cases: None,
+            vanished: Vec::new(),
+            exit_code_only: false,
             tail: why.to_string(),
         }
     }
@@ -144,16 +189,53 @@ impl TestResult {
         if self.interrupted {
             return "interrupted".to_string();
         }
-        match self.counts {
-            Some(c) if self.passed || c.failed > 0 => {
-                format!("{} passed, {} failed", c.passed, c.failed)
-            }
-            _ if self.passed => "passed".to_string(),
-            _ => match self.exit_code {
-                Some(code) => format!("failed (exit {code})"),
-                None => "failed (killed by a signal)".to_string(),
+        let vanished = match self.vanished.len() {
+            0 => String::new(),
+            n => format!(", {n} vanished"),
+        };
+        let counted = self
+            .counts
+            .filter(|c| self.passed || c.failed > 0 || !vanished.is_empty());
+        match counted {
+            Some(c) => format!("{}{vanished}", c.describe()),
+            None if self.passed => "passed".to_string(),
+            None => match self.exit_code {
+                Some(code) => format!("failed (exit {code}){vanished}"),
+                None => format!("failed (killed by a signal){vanished}"),
             },
         }
+    }
+
+    /// Why this result, taken before any change, shows that the test command cannot be used
+    /// at all: no tokens should be spent on a run whose tests cannot speak.
+    pub fn unusable(&self) -> Option<String> {
+        detect::unusable(self)
+    }
+}
+
+impl Status {
+    pub fn is_failure(self) -> bool {
+        matches!(self, Status::Failed | Status::Error)
+    }
+}
+
+impl Counts {
+    fn of(cases: &[Case]) -> Counts {
+        let count =
+            |f: &dyn Fn(Status) -> bool| cases.iter().filter(|c| f(c.status)).count() as u32;
+        Counts {
+            passed: count(&|s| s == Status::Passed),
+            failed: count(&|s| s.is_failure()),
+            skipped: count(&|s| s == Status::Skipped),
+        }
+    }
+
+    fn describe(&self) -> String {
+        let mut line = format!("{} passed, {} failed", self.passed, self.failed);
+        if self.skipped > 0 {
+            line.push_str(&format!(", {} skipped", self.skipped));
+        }
+        line
     }
 }
 
@@ -178,38 +260,56 @@ pub fn tail(text: &str, max_lines: usize, max_bytes: usize) -> String {
 mod tests {
     use super::*;
 
-    fn raw(output: &str, exit_code: Option<i32>, timed_out: bool) -> RawRun {
-        RawRun {
-            output: output.to_string(),
-            pid: 0,
+    fn read(output: &str, exit_code: Option<i32>, timed_out: bool) -> TestResult {
+        let plan = TestPlan::shell("x".into(), Duration::from_secs(7));
+        let ended = Ended {
             exit_code,
             timed_out,
             interrupted: false,
-        }
+        };
+        TestResult::read(&plan, output, ended, None)
     }
 
     #[test]
     fn summary_prefers_counts_and_says_timeouts() {
-        let t = Duration::from_secs(7);
-        let failing = TestResult::from_raw(
-            "x",
-            raw(
-                "FAILED a.py::t - boom\n2 passed, 1 failed\n",
-                Some(1),
-                false,
-            ),
-            t,
+        let failing = read(
+            "FAILED a.py::t - boom\n2 passed, 1 failed\n",
+            Some(1),
+            false,
         );
         assert_eq!(failing.summary(), "2 passed, 1 failed");
         assert!(!failing.passed);
-        let passing = TestResult::from_raw("x", raw("3 passed, 0 failed\n", Some(0), false), t);
+        let passing = read("3 passed, 0 failed\n", Some(0), false);
         assert_eq!(passing.summary(), "3 passed, 0 failed");
         assert!(passing.passed);
-        let opaque = TestResult::from_raw("x", raw("boom\n", Some(2), false), t);
+        let opaque = read("boom\n", Some(2), false);
         assert_eq!(opaque.summary(), "failed (exit 2)");
-        let slow = TestResult::from_raw("x", raw("", None, true), t);
+        let slow = read("", None, true);
         assert_eq!(slow.summary(), "timed out after 7 s");
         assert!(!slow.passed);
+    }
+
+    #[test]
+    fn named_cases_decide_counts_and_a_failed_case_fails_the_run() {
+        let plan = TestPlan::shell("pytest".into(), Duration::from_secs(7));
+        let ok = Ended {
+            exit_code: Some(0),
+            timed_out: false,
+            interrupted: false,
+        };
+        let case = |name: &str, status| Case {
+            name: name.into(),
+            status,
+        };
+        let cases = vec![
+            case("t.py::a", Status::Passed),
+            case("t.py::b", Status::Skipped),
+            case("t.py::c", Status::Failed),
+        ];
+        let result = TestResult::read(&plan, "", ok, Some(cases));
+        assert!(!result.passed, "exit 0 does not hide a failed test");
+        assert_eq!(result.summary(), "1 passed, 1 failed, 1 skipped");
+        assert_eq!(result.failing.len(), 1);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub struct Failure {
 pub struct Counts {
     pub passed: u32,
     pub failed: u32,
+    pub skipped: u32,
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -95,6 +96,7 @@ fn parse_cargo(lines: &[&str]) -> Parsed {
             let counts = parsed.counts.get_or_insert(Counts {
                 passed: 0,
                 failed: 0,
+                skipped: 0,
             });
             counts.passed += c[1].parse::<u32>().unwrap_or(0);
             counts.failed += c[2].parse::<u32>().unwrap_or(0);
@@ -143,6 +145,7 @@ fn parse_pytest(lines: &[&str]) -> Parsed {
         let mut counts = Counts {
             passed: 0,
             failed: 0,
+            skipped: 0,
         };
         for c in p.number_of.captures_iter(line) {
             let n = c[1].parse::<u32>().unwrap_or(0);
@@ -194,6 +197,7 @@ fn parse_unittest(lines: &[&str]) -> Parsed {
         parsed.counts = Some(Counts {
             passed: ran.saturating_sub(failed),
             failed,
+            skipped: 0,
         });
     }
     parsed
@@ -257,7 +261,11 @@ fn parse_node(lines: &[&str]) -> Parsed {
         }
     }
     if let (Some(passed), Some(failed)) = (pass, fail) {
-        parsed.counts = Some(Counts { passed, failed });
+        parsed.counts = Some(Counts {
+            passed,
+            failed,
+            skipped: 0,
+        });
     }
     parsed
 }
@@ -312,7 +320,8 @@ FAILED test_calc.py::test_add - assert -1 == 5
             parsed.counts,
             Some(Counts {
                 passed: 1,
-                failed: 1
+                failed: 1,
+                skipped: 0,
             })
         );
     }
@@ -327,7 +336,8 @@ FAILED test_calc.py::test_add - assert -1 == 5
             parsed.counts,
             Some(Counts {
                 passed: 3,
-                failed: 1
+                failed: 1,
+                skipped: 0,
             })
         );
     }
@@ -361,7 +371,8 @@ FAILED (failures=1)
             parsed.counts,
             Some(Counts {
                 passed: 1,
-                failed: 1
+                failed: 1,
+                skipped: 0,
             })
         );
     }
@@ -401,7 +412,8 @@ test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             parsed.counts,
             Some(Counts {
                 passed: 5,
-                failed: 1
+                failed: 1,
+                skipped: 0,
             })
         );
     }
@@ -435,7 +447,8 @@ test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             parsed.counts,
             Some(Counts {
                 passed: 1,
-                failed: 1
+                failed: 1,
+                skipped: 0,
             })
         );
 
@@ -446,7 +459,8 @@ test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
             parsed.counts,
             Some(Counts {
                 passed: 1,
-                failed: 1
+                failed: 1,
+                skipped: 0,
             })
         );
     }

@@ -18,10 +18,16 @@ fn commit(
 ) -> Result<ToolOutcome, ToolFatal> {
     let subject = format!("agent-git: {verb} {shown}");
     let protection = ctx.guard.protection();
-    let outcome = match ctx
+    let result = ctx
         .workspace()
-        .commit_changes(&subject, ctx.note, protection)?
-    {
+        .commit_changes(&subject, ctx.note, protection)?;
+    if !result.dropped.is_empty() {
+        return Ok(ToolOutcome::error(
+            super::dropped_lines(&result.dropped).join("\n"),
+            "refused: not committable",
+        ));
+    }
+    let outcome = match result.outcome {
         CommitOutcome::Committed(oid) => ToolOutcome {
             commit: Some(oid),
             ..ToolOutcome::ok(
@@ -34,14 +40,9 @@ fn commit(
             format!("{shown} already had this content; nothing changed, nothing committed"),
             "no change",
         ),
-        CommitOutcome::Refused(paths) => ToolOutcome::error(
-            format!(
-                "refused: the change touched protected test files ({}); it was rolled back. \
-                 Change the code under test instead",
-                paths.join(", ")
-            ),
-            "refused: protected",
-        ),
+        CommitOutcome::Refused(paths) => {
+            ToolOutcome::error(super::refused_protected(&paths), "refused: protected")
+        }
     };
     Ok(outcome)
 }

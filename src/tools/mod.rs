@@ -163,6 +163,28 @@ fn path_label(verb: &str, input: &Value) -> String {
     }
 }
 
+/// What the model is told of files a commit left out.
+fn dropped_lines(dropped: &[crate::workspace::Dropped]) -> Vec<String> {
+    dropped
+        .iter()
+        .map(|d| {
+            format!(
+                "refused: {} was not committed: {}; it was undone in the work tree",
+                d.path, d.why
+            )
+        })
+        .collect()
+}
+
+/// What the model is told when a change touched protected paths.
+fn refused_protected(paths: &[String]) -> String {
+    format!(
+        "refused: the change touched protected test files or test configuration ({}); it was \
+         rolled back. Change the code under test instead",
+        paths.join(", ")
+    )
+}
+
 fn short(oid: Oid) -> String {
     oid.to_string()[..7].to_string()
 }

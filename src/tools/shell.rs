@@ -53,6 +53,7 @@ impl Tool for RunCommand {
             Err(outcome) => return Ok(outcome),
         };
         let sandbox = ctx.verifier.sandbox;
+        let jail = sandbox.model_jail();
         if let Some(refusal) = sandbox.refusal() {
             return Ok(ToolOutcome::error(refusal, "refused: no sandbox"));
         }
@@ -62,9 +63,11 @@ impl Tool for RunCommand {
         let before = workspace.snapshot()?;
         let raw = sandbox
             .run(
+                &jail,
                 &args.command,
                 Duration::from_secs(timeout),
                 ctx.verifier.interrupt,
+                &mut |_| {},
             )
             .map_err(|source| crate::verify::VerifyError::Start {
                 command: args.command.clone(),
@@ -98,10 +101,14 @@ impl Tool for RunCommand {
                 absorbed.restored.join(", ")
             ));
         }
-        let committed = match absorbed.commit {
+        let committed = match absorbed.commit.outcome {
             CommitOutcome::Committed(oid) => Some(oid),
             _ => None,
         };
+        if let CommitOutcome::Refused(paths) = &absorbed.commit.outcome {
+            refused.push(super::refused_protected(paths));
+        }
+        refused.extend(super::dropped_lines(&absorbed.commit.dropped));
         text.push_str(match committed {
             Some(_) => "\n[the files it changed were committed]",
             None => "\n[no file changes to commit]",
@@ -113,8 +120,12 @@ impl Tool for RunCommand {
         if let Some(oid) = committed {
             summary.push_str(&format!(", commit {}", short(oid)));
         }
-        if !absorbed.reverted.is_empty() {
+        let config_refused = matches!(absorbed.commit.outcome, CommitOutcome::Refused(_));
+        if !absorbed.reverted.is_empty() || config_refused {
             summary.push_str(", refused: protected");
+        }
+        if !absorbed.commit.dropped.is_empty() {
+            summary.push_str(", refused: not committable");
         }
         if !absorbed.restored.is_empty() {
             summary.push_str(", refused: git state restored");

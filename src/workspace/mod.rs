@@ -1,29 +1,73 @@
 //! The only code that writes git: the run's branch, its linked worktree, one commit per
-//! accepted change, the report commit. The user's HEAD, index and working tree are never
-//! opened for writing.
+//! accepted change, the report commit, and the clean room the tests run in. The user's HEAD,
+//! index and working tree are never opened for writing.
 
+mod cleanroom;
 pub mod demo;
+mod restore;
 mod setup;
 
+pub use cleanroom::{CleanRoom, RunDirs};
+pub use restore::{Absorbed, Snapshot};
 pub use setup::{
     check_branch_free, open_user_repo, read_blob, resolve_base, tree_files, BaseInfo, SetupError,
 };
 
-use crate::guard::Protection;
-use git2::build::CheckoutBuilder;
+use crate::guard::{changed_test_sections, Protection};
 use git2::{
-    DiffOptions, IndexAddOption, Oid, Repository, ResetType, Signature, StatusOptions,
-    WorktreePruneOptions,
+    IndexEntry, IndexTime, Oid, Repository, Signature, Status, StatusOptions, WorktreePruneOptions,
 };
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 pub const AGENT_NAME: &str = "agent-git";
 pub const AGENT_EMAIL: &str = "agent-git@localhost";
 
+/// Files larger than this are not committed unless configured otherwise.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+
 #[derive(Debug, thiserror::Error)]
-#[error("git: {0}")]
-pub struct WorkspaceError(#[from] git2::Error);
+pub enum WorkspaceError {
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    #[error("cannot {what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot walk the clean room: {0}")]
+    Walk(#[from] walkdir::Error),
+    /// The harness refused to go on rather than write somewhere it should not.
+    #[error("{0}")]
+    Unsafe(String),
+}
+
+impl WorkspaceError {
+    pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> Self {
+        WorkspaceError::Io {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Removes whatever is at `path` without following it: a link goes, not what it points to;
+/// a directory goes with everything in it. Nothing there is fine.
+pub(crate) fn remove_entry(path: &Path) -> Result<(), WorkspaceError> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(WorkspaceError::io("inspect", path, e)),
+    };
+    let removed = if meta.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    removed.map_err(|e| WorkspaceError::io("remove", path, e))
+}
 
 /// What happened to a change the agent made in the work tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,21 +79,18 @@ pub enum CommitOutcome {
     Refused(Vec<String>),
 }
 
-/// The state a shell command must leave as it found it.
+/// A file left out of a commit, and why (said to the model).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Snapshot {
-    head: Oid,
-    dot_git: Vec<u8>,
+pub struct Dropped {
+    pub path: String,
+    pub why: String,
 }
 
-/// What the harness did with a shell command's effects.
+/// A commit attempt: what became of it, and the files that were left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Absorbed {
-    /// Protected paths the command changed, now as they were.
-    pub reverted: Vec<String>,
-    /// Git state the command moved, now put back.
-    pub restored: Vec<String>,
-    pub commit: CommitOutcome,
+pub struct CommitResult {
+    pub outcome: CommitOutcome,
+    pub dropped: Vec<Dropped>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -68,11 +109,18 @@ pub struct Workspace {
     pub worktree_path: PathBuf,
     worktree_name: String,
     common_dir: PathBuf,
+    /// Files above this size are not committed (`agent-git.maxFileSize`).
+    pub max_file_size: u64,
 }
 
 impl Workspace {
     pub fn path(&self) -> &Path {
         &self.worktree_path
+    }
+
+    /// Where the repository's objects are: the clean room borrows them.
+    pub fn objects_dir(&self) -> PathBuf {
+        self.common_dir.join("objects")
     }
 
     pub fn head(&self) -> Result<Oid, WorkspaceError> {
@@ -89,29 +137,40 @@ impl Workspace {
     }
 
     /// Commits whatever the work tree now holds (tracked changes and new files that are not
-    /// ignored) as one commit, unless it adds, changes, deletes or renames a protected path:
-    /// then the whole change is rolled back, whatever produced it.
+    /// ignored) as one commit, unless it adds, changes, deletes or renames a protected path or
+    /// a test section of a shared config file: then the whole change is rolled back, whatever
+    /// produced it. Files over the size limit and links that lead outside the work tree are
+    /// left out (and undone), and said so.
     pub fn commit_changes(
         &self,
         subject: &str,
         body: &str,
         protection: &Protection,
-    ) -> Result<CommitOutcome, WorkspaceError> {
+    ) -> Result<CommitResult, WorkspaceError> {
         let head = self.repo.head()?.peel_to_commit()?;
         let head_tree = head.tree()?;
         let mut index = self.repo.index()?;
-        index.read_tree(&head_tree)?;
-        index.add_all(["*"], IndexAddOption::DEFAULT, None)?;
-        index.update_all(["*"], None)?;
+        // The index follows the branch; rebuild it only if something else moved it.
+        if index.write_tree()? != head_tree.id() {
+            index.read_tree(&head_tree)?;
+        }
+        let dropped = self.stage_changes(&mut index)?;
         let tree_id = index.write_tree()?;
+        let result = |outcome| CommitResult {
+            outcome,
+            dropped: dropped.clone(),
+        };
         if tree_id == head_tree.id() {
-            return Ok(CommitOutcome::NoChange);
+            index.write()?;
+            return Ok(result(CommitOutcome::NoChange));
         }
         let tree = self.repo.find_tree(tree_id)?;
-        let touched = protected_paths_in_diff(&self.repo, &head_tree, &tree, protection)?;
+        let touched = protected_changes(&self.repo, &head_tree, &tree, protection)?;
         if !touched.is_empty() {
+            index.read_tree(&head_tree)?;
+            index.write()?;
             self.discard_changes()?;
-            return Ok(CommitOutcome::Refused(touched));
+            return Ok(result(CommitOutcome::Refused(touched)));
         }
         index.write()?;
         let message = commit_message(subject, body, &self.run_id);
@@ -120,7 +179,95 @@ impl Workspace {
         let oid = self
             .repo
             .commit(Some("HEAD"), &author, &committer, &message, &tree, &[&head])?;
-        Ok(CommitOutcome::Committed(oid))
+        Ok(result(CommitOutcome::Committed(oid)))
+    }
+
+    /// Puts every changed path the work tree shows into `index` (only those: unchanged files
+    /// are never read), except the ones that may not be committed, which are undone.
+    fn stage_changes(&self, index: &mut git2::Index) -> Result<Vec<Dropped>, WorkspaceError> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .exclude_submodules(true);
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        let mut dropped = Vec::new();
+        for entry in statuses.iter() {
+            if !entry.status().intersects(
+                Status::WT_NEW | Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_TYPECHANGE,
+            ) {
+                continue;
+            }
+            let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
+            let full = self.worktree_path.join(rel);
+            let Ok(meta) = std::fs::symlink_metadata(&full) else {
+                index.remove_path(rel)?;
+                continue;
+            };
+            let refusal = if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&full)
+                    .map_err(|e| WorkspaceError::io("read the link", &full, e))?;
+                link_escapes(rel, &target).then(|| {
+                    format!(
+                        "it is a symbolic link to {}, outside the repository, which would \
+                         not exist where others check the branch out",
+                        target.display()
+                    )
+                })
+            } else if meta.is_file() && meta.len() > self.max_file_size {
+                Some(format!(
+                    "it is {}, over the limit of {} (agent-git.maxFileSize)",
+                    human_size(meta.len()),
+                    human_size(self.max_file_size)
+                ))
+            } else if meta.is_dir() {
+                // A nested repository: git would record it as a submodule. Leave it alone.
+                continue;
+            } else {
+                None
+            };
+            match refusal {
+                None => index.add_path(rel)?,
+                Some(why) => {
+                    self.undo_path(rel)?;
+                    let shown = rel.to_string_lossy().into_owned();
+                    dropped.push(Dropped { path: shown, why });
+                }
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Puts one path back as the branch has it (or removes it, if the branch has none).
+    fn undo_path(&self, rel: &Path) -> Result<(), WorkspaceError> {
+        remove_entry(&self.worktree_path.join(rel))?;
+        let tree = self.repo.head()?.peel_to_tree()?;
+        if tree.get_path(rel).is_ok() {
+            let mut checkout = git2::build::CheckoutBuilder::new();
+            checkout.force().update_index(false).path(rel);
+            self.repo
+                .checkout_tree(tree.as_object(), Some(&mut checkout))?;
+        }
+        Ok(())
+    }
+
+    /// The tree the tests are judged on: the branch's last commit, with every protected path
+    /// and shared config file whose test sections changed exactly as in the base commit.
+    pub fn verification_tree(&self, protection: &Protection) -> Result<Oid, WorkspaceError> {
+        let head_tree = self.repo.head()?.peel_to_tree()?;
+        let base_tree = self.repo.find_commit(self.base)?.tree()?;
+        let changes = protected_change_list(&self.repo, &base_tree, &head_tree, protection)?;
+        if changes.is_empty() {
+            return Ok(head_tree.id());
+        }
+        let mut index = git2::Index::new()?;
+        index.read_tree(&head_tree)?;
+        for change in &changes {
+            match base_tree.get_path(&change.path) {
+                Ok(entry) => index.add(&index_entry(&change.path, &entry))?,
+                Err(_) => index.remove_path(&change.path)?,
+            }
+        }
+        Ok(index.write_tree_to(&self.repo)?)
     }
 
     /// The report: an empty commit on top of the branch.
@@ -132,7 +279,7 @@ impl Workspace {
             Some("HEAD"),
             &author,
             &committer,
-            message,
+            &clean_message(message),
             &head.tree()?,
             &[&head],
         )?)
@@ -144,172 +291,6 @@ impl Workspace {
             Ok(sig) => Ok(sig),
             Err(_) => Ok(Signature::now(AGENT_NAME, AGENT_EMAIL)?),
         }
-    }
-
-    /// Puts the work tree back to the branch's last commit: tracked files restored, new
-    /// (not ignored) files removed.
-    pub fn discard_changes(&self) -> Result<(), WorkspaceError> {
-        let head = self.repo.head()?.peel_to_commit()?;
-        let mut checkout = CheckoutBuilder::new();
-        checkout.force();
-        self.repo
-            .reset(head.as_object(), ResetType::Hard, Some(&mut checkout))?;
-        self.remove_untracked()
-    }
-
-    /// Deletes files git does not track and does not ignore, and the folders they leave empty.
-    /// (libgit2's reset does not do this even when asked to.)
-    fn remove_untracked(&self) -> Result<(), WorkspaceError> {
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(true);
-        let statuses = self.repo.statuses(Some(&mut opts))?;
-        let mut dirs = Vec::new();
-        for entry in statuses.iter().filter(|e| e.status().is_wt_new()) {
-            let path = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
-            let full = self.worktree_path.join(path);
-            if let Err(e) = std::fs::remove_file(&full) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    let message =
-                        format!("cannot remove the untracked file {}: {e}", path.display());
-                    return Err(git2::Error::from_str(&message).into());
-                }
-            }
-            dirs.extend(
-                full.ancestors()
-                    .skip(1)
-                    .take_while(|d| *d != self.worktree_path)
-                    .map(Path::to_path_buf),
-            );
-        }
-        // Deepest first; a folder that still holds anything (ignored files) stays.
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        dirs.dedup();
-        for dir in dirs {
-            let _ = std::fs::remove_dir(dir);
-        }
-        Ok(())
-    }
-
-    /// Makes every protected path exactly as in the base commit: changed or deleted ones are
-    /// checked out again, new ones are removed. Run before every verification.
-    pub fn restore_protected(
-        &self,
-        protection: &Protection,
-    ) -> Result<Vec<String>, WorkspaceError> {
-        let base_tree = self.repo.find_commit(self.base)?.tree()?;
-        self.restore_protected_to(&base_tree, protection)
-    }
-
-    /// What a command must not have moved: the branch tip, HEAD, the work tree's `.git` file.
-    pub fn snapshot(&self) -> Result<Snapshot, WorkspaceError> {
-        Ok(Snapshot {
-            head: self.head()?,
-            dot_git: std::fs::read(self.worktree_path.join(".git")).unwrap_or_default(),
-        })
-    }
-
-    /// After a shell command: puts back a moved HEAD or branch and a rewritten `.git` file,
-    /// reverts changes to protected paths, and commits everything else as one commit.
-    pub fn absorb_command(
-        &self,
-        subject: &str,
-        body: &str,
-        protection: &Protection,
-        before: &Snapshot,
-    ) -> Result<Absorbed, WorkspaceError> {
-        let mut restored = Vec::new();
-        let dot_git = self.worktree_path.join(".git");
-        if std::fs::read(&dot_git).unwrap_or_default() != before.dot_git {
-            std::fs::write(&dot_git, &before.dot_git)
-                .map_err(|e| git2::Error::from_str(&format!("cannot restore .git: {e}")))?;
-            restored.push("the work tree's .git file".to_string());
-        }
-        let branch_ref = format!("refs/heads/{}", self.branch);
-        let head_target = self
-            .repo
-            .find_reference("HEAD")?
-            .symbolic_target_bytes()
-            .map(|t| String::from_utf8_lossy(t).into_owned());
-        let tip = self.repo.refname_to_id(&branch_ref).ok();
-        if tip != Some(before.head) {
-            self.repo.reference(
-                &branch_ref,
-                before.head,
-                true,
-                "agent-git: restore the run's branch",
-            )?;
-            restored.push(format!("branch {}", self.branch));
-        }
-        if head_target.as_deref() != Some(branch_ref.as_str()) {
-            self.repo.set_head(&branch_ref)?;
-            restored.push("HEAD".to_string());
-        }
-        if !restored.is_empty() {
-            // The index may name another commit's tree now; rebuild it from the branch.
-            let mut index = self.repo.index()?;
-            index.read_tree(&self.repo.find_commit(before.head)?.tree()?)?;
-            index.write()?;
-        }
-        let head_tree = self.repo.find_commit(before.head)?.tree()?;
-        let reverted = self.restore_protected_to(&head_tree, protection)?;
-        let commit = self.commit_changes(subject, body, protection)?;
-        Ok(Absorbed {
-            reverted,
-            restored,
-            commit,
-        })
-    }
-
-    fn restore_protected_to(
-        &self,
-        base_tree: &git2::Tree,
-        protection: &Protection,
-    ) -> Result<Vec<String>, WorkspaceError> {
-        // Ignored files count too (a model may ignore a conftest.py it plants), but ignored
-        // directories are not entered: node_modules holds test files that are not ours.
-        let mut opts = DiffOptions::new();
-        opts.include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(true)
-            .recurse_ignored_dirs(false);
-        let diff = self
-            .repo
-            .diff_tree_to_workdir(Some(base_tree), Some(&mut opts))?;
-        let mut restored = Vec::new();
-        let mut from_base = 0;
-        let mut checkout = CheckoutBuilder::new();
-        checkout.force().update_index(false);
-        for delta in diff.deltas() {
-            let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
-                continue;
-            };
-            let full = self.worktree_path.join(path);
-            let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
-            if is_dir || !protection.is_protected(path) {
-                continue;
-            }
-            if base_tree.get_path(path).is_ok() {
-                checkout.path(path);
-                from_base += 1;
-            } else if let Err(e) = std::fs::remove_file(&full) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    return Err(git2::Error::from_str(&format!(
-                        "cannot remove {}: {e}",
-                        path.display()
-                    ))
-                    .into());
-                }
-            }
-            restored.push(path.to_string_lossy().into_owned());
-        }
-        // With no paths named, a checkout would reset the whole tree: only check out if needed.
-        if from_base > 0 {
-            self.repo
-                .checkout_tree(base_tree.as_object(), Some(&mut checkout))?;
-        }
-        Ok(restored)
     }
 
     /// Files changed between the base and the branch, with added and removed line counts.
@@ -373,33 +354,160 @@ impl Workspace {
     }
 }
 
-fn protected_paths_in_diff(
+/// A change to a protected path, or to a test section of a shared config file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ProtectedChange {
+    path: PathBuf,
+    /// For a shared config file: the file and its changed test sections.
+    sections: Option<String>,
+}
+
+impl ProtectedChange {
+    fn describe(&self) -> String {
+        match &self.sections {
+            Some(sections) => sections.clone(),
+            None => self.path.to_string_lossy().into_owned(),
+        }
+    }
+}
+
+/// Every protected path that differs between two trees, and every shared config file whose
+/// test sections do.
+fn protected_change_list(
     repo: &Repository,
     old: &git2::Tree,
     new: &git2::Tree,
     protection: &Protection,
-) -> Result<Vec<String>, git2::Error> {
+) -> Result<Vec<ProtectedChange>, git2::Error> {
     let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
-    let mut touched = Vec::new();
+    let blob = |file: git2::DiffFile| -> Option<Vec<u8>> {
+        if file.id().is_zero() {
+            return None;
+        }
+        repo.find_blob(file.id()).ok().map(|b| b.content().to_vec())
+    };
+    let mut changes: Vec<ProtectedChange> = Vec::new();
     for delta in diff.deltas() {
         for path in [delta.old_file().path(), delta.new_file().path()]
             .into_iter()
             .flatten()
         {
-            let shown = path.to_string_lossy().into_owned();
-            if protection.is_protected(path) && !touched.contains(&shown) {
-                touched.push(shown);
+            if changes.iter().any(|c| c.path == path) {
+                continue;
             }
+            let sections = if protection.is_protected(path) {
+                None
+            } else {
+                let (before, after) = (blob(delta.old_file()), blob(delta.new_file()));
+                match changed_test_sections(path, before.as_deref(), after.as_deref()) {
+                    Some(sections) => Some(sections),
+                    None => continue,
+                }
+            };
+            changes.push(ProtectedChange {
+                path: path.to_path_buf(),
+                sections,
+            });
         }
     }
-    Ok(touched)
+    Ok(changes)
+}
+
+/// The protected changes between two trees, as the model and the report read them.
+fn protected_changes(
+    repo: &Repository,
+    old: &git2::Tree,
+    new: &git2::Tree,
+    protection: &Protection,
+) -> Result<Vec<String>, git2::Error> {
+    Ok(protected_change_list(repo, old, new, protection)?
+        .iter()
+        .map(ProtectedChange::describe)
+        .collect())
+}
+
+/// An index entry for a tree entry at `path`: the blob and mode, no stat data.
+fn index_entry(path: &Path, entry: &git2::TreeEntry) -> IndexEntry {
+    IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: entry.filemode() as u32,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id: entry.id(),
+        flags: 0,
+        flags_extended: 0,
+        path: path.as_os_str().as_bytes().to_vec(),
+    }
+}
+
+/// Whether a symbolic link at `rel` with `target` leads outside the work tree or into `.git`.
+fn link_escapes(rel: &Path, target: &Path) -> bool {
+    if target.has_root() {
+        return true;
+    }
+    let mut depth: Vec<&std::ffi::OsStr> = Vec::new();
+    let parent = rel.parent().unwrap_or(Path::new(""));
+    for component in parent.components().chain(target.components()) {
+        match component {
+            Component::Normal(part) if part == ".git" => return true,
+            Component::Normal(part) => depth.push(part),
+            Component::ParentDir if depth.pop().is_none() => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+fn human_size(bytes: u64) -> String {
+    const MB: u64 = 1024 * 1024;
+    if bytes >= MB {
+        format!("{:.1} MB", bytes as f64 / MB as f64)
+    } else {
+        format!("{} KB", bytes.div_ceil(1024))
+    }
 }
 
 fn commit_message(subject: &str, body: &str, run_id: &str) -> String {
     let body = body.trim();
-    if body.is_empty() {
+    let message = if body.is_empty() {
         format!("{subject}\n\nAgent-Run: {run_id}\n")
     } else {
         format!("{subject}\n\n{body}\n\nAgent-Run: {run_id}\n")
+    };
+    clean_message(&message)
+}
+
+/// A commit message git can store: a NUL byte (from a model's text or a path it named) would
+/// end it, so each one is written as `\0`.
+pub fn clean_message(message: &str) -> String {
+    message.replace('\0', "\\0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_that_leave_the_tree_or_enter_git_escape() {
+        let escapes = |rel: &str, target: &str| link_escapes(Path::new(rel), Path::new(target));
+        assert!(escapes("calc.py", "/home/user/calc.py"));
+        assert!(escapes("calc.py", "../outside.py"));
+        assert!(escapes("a/b.py", "../../x.py"));
+        assert!(escapes("cfg", ".git/config"));
+        assert!(escapes("a/cfg", "../.git"));
+        assert!(!escapes("a/b.py", "../c.py"));
+        assert!(!escapes("alias.py", "pkg/./real.py"));
+    }
+
+    #[test]
+    fn nul_bytes_cannot_end_a_commit_message() {
+        assert_eq!(
+            commit_message("agent-git: write a\0b", "why\0", "r1"),
+            "agent-git: write a\\0b\n\nwhy\\0\n\nAgent-Run: r1\n"
+        );
     }
 }

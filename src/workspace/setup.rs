@@ -113,6 +113,7 @@ impl Workspace {
             worktree_path,
             worktree_name,
             common_dir,
+            max_file_size: super::DEFAULT_MAX_FILE_SIZE,
         })
     }
 }
@@ -147,7 +148,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (repo, base) = repo_with_commit(dir.path());
         let ws = Workspace::create(&repo, base, "agent/t", "r1").unwrap();
-        let protection = Protection::new(&[]).unwrap();
+        let protection = Protection::new(&[], &[]).unwrap();
         assert!(ws.path().join("calc.py").exists());
 
         std::fs::write(
@@ -155,20 +156,23 @@ mod tests {
             "def add(a, b):\n    return a + b\n",
         )
         .unwrap();
-        let CommitOutcome::Committed(oid) = ws.commit_changes("fix", "why", &protection).unwrap()
+        let CommitOutcome::Committed(oid) = ws
+            .commit_changes("fix", "why", &protection)
+            .unwrap()
+            .outcome
         else {
             panic!("expected a commit");
         };
         assert_eq!(ws.head().unwrap(), oid);
         assert_eq!(
-            ws.commit_changes("again", "", &protection).unwrap(),
+            ws.commit_changes("again", "", &protection).unwrap().outcome,
             CommitOutcome::NoChange
         );
 
         std::fs::write(ws.path().join("tests/test_calc.py"), "").unwrap();
         std::fs::write(ws.path().join("new.py"), "x = 1\n").unwrap();
         assert_eq!(
-            ws.commit_changes("sneak", "", &protection).unwrap(),
+            ws.commit_changes("sneak", "", &protection).unwrap().outcome,
             CommitOutcome::Refused(vec!["tests/test_calc.py".into()])
         );
         assert_eq!(ws.head().unwrap(), oid);
@@ -206,7 +210,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (repo, base) = repo_with_commit(dir.path());
         let ws = Workspace::create(&repo, base, "agent/r", "r3").unwrap();
-        let protection = Protection::new(&[]).unwrap();
+        let protection = Protection::new(&[], &[]).unwrap();
         std::fs::remove_file(ws.path().join("tests/test_calc.py")).unwrap();
         std::fs::write(ws.path().join("conftest.py"), "skip everything").unwrap();
         std::fs::write(ws.path().join("calc.py"), "changed").unwrap();

@@ -1,4 +1,5 @@
-//! Runs a shell command in its own process group, with a timeout that kills the whole group.
+//! Runs a prepared command in its own process group, with a timeout that kills the whole group.
+//! The only place that waits for a confined process.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::process::CommandExt;
@@ -22,11 +23,13 @@ pub struct RawRun {
 }
 
 /// Runs a prepared command in its own process group, output interleaved in one file, and
-/// kills the whole group at the timeout or on interrupt.
+/// kills the whole group at the timeout or on interrupt. `waiting` hears how long it has run,
+/// at every poll, so a caller can say that something is still going on.
 pub fn run_prepared(
     mut command: Command,
     timeout: Duration,
     interrupt: &AtomicBool,
+    waiting: &mut dyn FnMut(Duration),
 ) -> std::io::Result<RawRun> {
     let mut out = tempfile::tempfile()?;
     let mut child = command
@@ -47,6 +50,7 @@ pub fn run_prepared(
             let _ = child.wait();
             break (None, timed_out, interrupted);
         }
+        waiting(started.elapsed());
         std::thread::sleep(POLL);
     };
     // The shell may be gone while its children still hold the group: end them too.
@@ -61,12 +65,12 @@ pub fn run_prepared(
 }
 
 fn kill_group(pid: u32) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        // SAFETY: kill(2) takes plain integers; a negative pid names the process group the
-        // child leads (process_group(0)), and a group that is already gone just returns ESRCH.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        // The child leads its own group (process_group(0)); a group already gone is no error.
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
 }
 
@@ -93,7 +97,13 @@ mod tests {
         let never = AtomicBool::new(false);
         let mut shell = Command::new("sh");
         shell.arg("-c").arg(cmd).current_dir(dir.path());
-        run_prepared(shell, Duration::from_millis(timeout_ms), &never).unwrap()
+        run_prepared(
+            shell,
+            Duration::from_millis(timeout_ms),
+            &never,
+            &mut |_| {},
+        )
+        .unwrap()
     }
 
     #[test]

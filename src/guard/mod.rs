@@ -4,52 +4,108 @@
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::path::{Component, Path, PathBuf};
 
-/// Test files and test-runner configuration: gitignore-style patterns, matched anywhere.
-pub const DEFAULT_PROTECTED: &[&str] = &[
+mod config;
+
+pub use config::changed_test_sections;
+
+/// Test files that common runners collect by default: gitignore-style patterns, matched
+/// anywhere and without regard to case (`Tests/` is `tests/`).
+pub const DEFAULT_TESTS: &[&str] = &[
     "test_*.py",
     "*_test.py",
     "tests/",
     "test/",
     "spec/",
     "__tests__/",
+    "testdata/",
     "*.test.*",
     "*.spec.*",
+    "*-test.js",
+    "*-test.cjs",
+    "*-test.mjs",
+    "*_test.js",
+    "*_test.cjs",
+    "*_test.mjs",
+    "test-*.js",
+    "test-*.cjs",
+    "test-*.mjs",
+    "test.js",
+    "test.cjs",
+    "test.mjs",
     "*_test.go",
     "*_spec.rb",
+];
+
+/// Files that configure a runner or choose the interpreter it runs on.
+pub const DEFAULT_RUNNER_CONFIG: &[&str] = &[
     "conftest.py",
     "pytest.ini",
+    ".pytest.ini",
+    "pytest.toml",
+    ".pytest.toml",
     "tox.ini",
+    "noxfile.py",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".mocharc.*",
+    "jest.config.*",
+    "vitest.config.*",
+    ".cargo/",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".python-version",
+    ".nvmrc",
+    ".node-version",
+    ".tool-versions",
     ".agentgit",
 ];
 
-/// Which paths the agent may never add, change, delete or rename.
+/// Names that would stand in for a runner, its dependencies or the interpreter's start-up:
+/// a new file here changes what runs the tests, not the code under test.
+pub const DEFAULT_SHADOWS: &[&str] = &[
+    "/pytest.py",
+    "/pytest/",
+    "/_pytest/",
+    "/py.py",
+    "/pluggy.py",
+    "/pluggy/",
+    "/iniconfig/",
+    "/unittest.py",
+    "/unittest/",
+    "/doctest.py",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    "__pycache__/",
+    "*.pyc",
+    "node_modules/",
+];
+
+/// Which paths the agent may never add, change, delete or rename, and which test sections of
+/// shared config files it may not change.
 #[derive(Debug, Clone)]
 pub struct Protection {
-    matcher: Gitignore,
+    /// The defaults and the runner's own patterns: matched without regard to case.
+    defaults: Gitignore,
+    /// The user's patterns (flags, git config, `.agentgit`): matched as written.
+    extra: Gitignore,
 }
 
 impl Protection {
-    /// The default patterns plus `extra` (from flags and config).
-    pub fn new(extra: &[String]) -> Result<Self, String> {
-        let mut builder = GitignoreBuilder::new("");
-        let mut patterns = Vec::new();
-        for pattern in DEFAULT_PROTECTED
+    /// The default patterns, `runner` (what the detected runner collects and reads, matched
+    /// like the defaults) and `extra` (from flags and config, matched as written).
+    pub fn new(runner: &[String], extra: &[String]) -> Result<Self, String> {
+        let defaults = DEFAULT_TESTS
             .iter()
+            .chain(DEFAULT_RUNNER_CONFIG)
+            .chain(DEFAULT_SHADOWS)
             .map(|p| p.to_string())
-            .chain(extra.iter().cloned())
-        {
-            if patterns.contains(&pattern) {
-                continue;
-            }
-            builder
-                .add_line(None, &pattern)
-                .map_err(|e| format!("bad protected pattern `{pattern}`: {e}"))?;
-            patterns.push(pattern);
-        }
-        let matcher = builder
-            .build()
-            .map_err(|e| format!("bad protected patterns: {e}"))?;
-        Ok(Protection { matcher })
+            .chain(runner.iter().cloned());
+        Ok(Protection {
+            defaults: matcher(defaults, true)?,
+            extra: matcher(extra.iter().cloned(), false)?,
+        })
     }
 
     /// Whether a path relative to the work tree root, or any directory above it, is protected.
@@ -57,10 +113,28 @@ impl Protection {
         if rel.as_os_str().is_empty() || rel.has_root() {
             return false;
         }
-        self.matcher
-            .matched_path_or_any_parents(rel, false)
-            .is_ignore()
+        [&self.defaults, &self.extra]
+            .iter()
+            .any(|m| m.matched_path_or_any_parents(rel, false).is_ignore())
     }
+}
+
+fn matcher(
+    patterns: impl Iterator<Item = String>,
+    case_insensitive: bool,
+) -> Result<Gitignore, String> {
+    let mut builder = GitignoreBuilder::new("");
+    builder
+        .case_insensitive(case_insensitive)
+        .map_err(|e| e.to_string())?;
+    for pattern in patterns {
+        builder
+            .add_line(None, &pattern)
+            .map_err(|e| format!("bad protected pattern `{pattern}`: {e}"))?;
+    }
+    builder
+        .build()
+        .map_err(|e| format!("bad protected patterns: {e}"))
 }
 
 /// Why a path was refused. The messages go back to the model, so they say what to do instead.
@@ -201,7 +275,11 @@ mod tests {
     use super::*;
 
     fn protection() -> Protection {
-        Protection::new(&["docs/golden/*.txt".to_string()]).unwrap()
+        Protection::new(
+            &["test*.py".to_string()],
+            &["docs/golden/*.txt".to_string()],
+        )
+        .unwrap()
     }
 
     #[test]
@@ -225,18 +303,44 @@ mod tests {
             "tox.ini",
             ".agentgit",
             "docs/golden/out.txt",
+            "Tests/helpers.py",
+            "TEST_CALC.PY",
+            "pytest.py",
+            "_pytest/python.py",
+            "pkg/sitecustomize.py",
+            "lib/evil.pth",
+            "__pycache__/calc.cpython-311.pyc",
+            "node_modules/.bin/node",
+            "web/add-test.mjs",
+            ".cargo/config.toml",
+            "pyproject/x/conftest.py",
         ] {
             assert!(
                 p.is_protected(Path::new(path)),
                 "{path} should be protected"
             );
         }
+        assert!(
+            !Protection::new(&[], &[])
+                .unwrap()
+                .is_protected(Path::new("src/testing.py")),
+            "only unittest discovery collects test*.py"
+        );
+        for path in ["src/testing.py", "test0.py"] {
+            assert!(
+                p.is_protected(Path::new(path)),
+                "{path}: unittest collects it"
+            );
+        }
         for path in [
             "calc.py",
-            "src/testing.py",
             "latest.py",
             "contest.py",
             "docs/golden/out.md",
+            "Docs/golden/out.txt",
+            "src/pytest.py",
+            "pkg/unittest.py",
+            "calc.js",
             "",
         ] {
             assert!(!p.is_protected(Path::new(path)), "{path} should be free");
@@ -245,7 +349,7 @@ mod tests {
 
     #[test]
     fn bad_extra_pattern_is_an_error() {
-        let err = Protection::new(&["src/{a,b".to_string()]).unwrap_err();
+        let err = Protection::new(&[], &["src/{a,b".to_string()]).unwrap_err();
         assert!(err.contains("src/{a,b"), "{err}");
     }
 

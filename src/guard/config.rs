@@ -1,0 +1,222 @@
+//! Files that hold more than test configuration (`pyproject.toml`, `setup.cfg`,
+//! `package.json`, `Cargo.toml`): the agent may change them, but not their test sections. A
+//! change is compared section by section, as the runner reads them; any other part is free.
+
+use std::path::Path;
+
+/// The sections of a shared file that configure how tests are collected and run.
+fn sections_of(file_name: &str) -> Option<Kind> {
+    match file_name {
+        "pyproject.toml" => Some(Kind::Toml(&[
+            &["tool", "pytest"],
+            &["tool", "tox"],
+            &["tool", "hatch", "envs"],
+        ])),
+        "Cargo.toml" => Some(Kind::Toml(&[
+            &["test"],
+            &["bench"],
+            &["lib", "test"],
+            &["lib", "doctest"],
+            &["lib", "harness"],
+            &["package", "autotests"],
+            &["package", "autobenches"],
+            &["profile"],
+        ])),
+        "setup.cfg" => Some(Kind::Ini(&["tool:pytest", "tox:tox", "testenv"])),
+        "package.json" => Some(Kind::Json(&[
+            &["scripts", "test"],
+            &["scripts", "pretest"],
+            &["scripts", "posttest"],
+            &["jest"],
+            &["mocha"],
+        ])),
+        _ => None,
+    }
+}
+
+enum Kind {
+    Toml(&'static [&'static [&'static str]]),
+    Ini(&'static [&'static str]),
+    Json(&'static [&'static [&'static str]]),
+}
+
+/// Names the test sections that differ between two versions of `path` (None when `path` is
+/// not such a file, or its test sections are the same). A version that no longer parses
+/// counts as a change, since the runner would read it differently.
+pub fn changed_test_sections(
+    path: &Path,
+    old: Option<&[u8]>,
+    new: Option<&[u8]>,
+) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let kind = sections_of(name)?;
+    let read = |bytes: Option<&[u8]>| -> Result<Vec<Option<String>>, ()> {
+        let Some(bytes) = bytes else {
+            return Ok(vec![None; kind.len()]);
+        };
+        let text = std::str::from_utf8(bytes).map_err(|_| ())?;
+        kind.extract(text)
+    };
+    let (before, after) = (read(old), read(new));
+    if before == after {
+        return None;
+    }
+    let names = kind.names();
+    let changed: Vec<&str> = match (&before, &after) {
+        (Ok(b), Ok(a)) => names
+            .iter()
+            .zip(b.iter().zip(a))
+            .filter(|(_, (x, y))| x != y)
+            .map(|(n, _)| n.as_str())
+            .collect(),
+        _ => return Some(format!("{} (it no longer parses)", path.display())),
+    };
+    Some(format!("{} [{}]", path.display(), changed.join(", ")))
+}
+
+impl Kind {
+    fn len(&self) -> usize {
+        match self {
+            Kind::Toml(keys) | Kind::Json(keys) => keys.len(),
+            Kind::Ini(sections) => sections.len(),
+        }
+    }
+
+    fn names(&self) -> Vec<String> {
+        match self {
+            Kind::Toml(keys) | Kind::Json(keys) => keys.iter().map(|k| k.join(".")).collect(),
+            Kind::Ini(sections) => sections.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// Each section's content in a canonical form (None when absent).
+    fn extract(&self, text: &str) -> Result<Vec<Option<String>>, ()> {
+        match self {
+            Kind::Toml(keys) => {
+                let table: toml::Table = text.parse().map_err(|_| ())?;
+                let root = toml::Value::Table(table);
+                Ok(keys
+                    .iter()
+                    .map(|key| lookup_toml(&root, key).map(|v| format!("{v:?}")))
+                    .collect())
+            }
+            Kind::Json(keys) => {
+                let root: serde_json::Value = serde_json::from_str(text).map_err(|_| ())?;
+                Ok(keys
+                    .iter()
+                    .map(|key| {
+                        key.iter()
+                            .try_fold(&root, |v, k| v.get(k))
+                            .map(|v| v.to_string())
+                    })
+                    .collect())
+            }
+            Kind::Ini(sections) => Ok(sections.iter().map(|s| ini_section(text, s)).collect()),
+        }
+    }
+}
+
+fn lookup_toml<'a>(root: &'a toml::Value, key: &[&str]) -> Option<&'a toml::Value> {
+    key.iter().try_fold(root, |v, k| v.get(k))
+}
+
+/// The lines of every INI section named `name` (or `name:...`, as tox's `testenv:py311`),
+/// comments and blank lines dropped, names compared as the readers do (case-insensitively).
+fn ini_section(text: &str, name: &str) -> Option<String> {
+    let mut found: Option<String> = None;
+    let mut inside = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(header) = trimmed.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+            let header = header.trim().to_ascii_lowercase();
+            inside = header == name || header.starts_with(&format!("{name}:"));
+            if inside {
+                found
+                    .get_or_insert_with(String::new)
+                    .push_str(&format!("[{header}]\n"));
+            }
+            continue;
+        }
+        if inside && !trimmed.is_empty() && !trimmed.starts_with(['#', ';']) {
+            found
+                .get_or_insert_with(String::new)
+                .push_str(line.trim_end());
+            found.get_or_insert_with(String::new).push('\n');
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, old: Option<&str>, new: Option<&str>) -> Option<String> {
+        changed_test_sections(
+            Path::new(path),
+            old.map(str::as_bytes),
+            new.map(str::as_bytes),
+        )
+    }
+
+    #[test]
+    fn pyproject_test_sections_are_locked_and_the_rest_is_free() {
+        let base = "[project]\nname = \"calc\"\nversion = \"1.0\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n";
+        let bumped = base.replace("1.0", "1.1");
+        assert_eq!(change("pyproject.toml", Some(base), Some(&bumped)), None);
+        let deselect = format!("{base}addopts = \"-k 'not test_add'\"\n");
+        assert_eq!(
+            change("pyproject.toml", Some(base), Some(&deselect)),
+            Some("pyproject.toml [tool.pytest]".into())
+        );
+        // Dotted keys at the top level are the same table to the runner.
+        let dotted = "tool.pytest.ini_options.addopts = \"-x\"\n[project]\nname = \"calc\"\n";
+        assert_eq!(
+            change("sub/pyproject.toml", None, Some(dotted)),
+            Some("sub/pyproject.toml [tool.pytest]".into())
+        );
+        assert_eq!(
+            change("pyproject.toml", None, Some("[project]\nname = \"x\"\n")),
+            None,
+            "a new pyproject.toml without test sections is fine"
+        );
+        assert_eq!(
+            change(
+                "pyproject.toml",
+                Some(base),
+                Some("[tool.pytest.ini_options\n")
+            ),
+            Some("pyproject.toml (it no longer parses)".into())
+        );
+    }
+
+    #[test]
+    fn setup_cfg_package_json_and_cargo_toml() {
+        let cfg = "[metadata]\nname = calc\n\n[tool:pytest]\ntestpaths = tests\n";
+        let more = cfg.replace(
+            "testpaths = tests",
+            "testpaths = tests\naddopts = -k nothing",
+        );
+        assert_eq!(
+            change("setup.cfg", Some(cfg), Some(&more)),
+            Some("setup.cfg [tool:pytest]".into())
+        );
+        let renamed = cfg.replace("name = calc", "name = calculator");
+        assert_eq!(change("setup.cfg", Some(cfg), Some(&renamed)), None);
+        let pkg = r#"{"name": "calc", "scripts": {"test": "node --test", "lint": "x"}}"#;
+        let lint = r#"{"name": "calc", "scripts": {"test": "node --test", "lint": "y"}}"#;
+        let cheat = r#"{"name": "calc", "scripts": {"test": "exit 0", "lint": "x"}}"#;
+        assert_eq!(change("package.json", Some(pkg), Some(lint)), None);
+        assert_eq!(
+            change("package.json", Some(pkg), Some(cheat)),
+            Some("package.json [scripts.test]".into())
+        );
+        let cargo = "[package]\nname = \"calc\"\nversion = \"0.1.0\"\n";
+        let no_overflow = format!("{cargo}\n[profile.dev]\noverflow-checks = false\n");
+        assert_eq!(
+            change("Cargo.toml", Some(cargo), Some(&no_overflow)),
+            Some("Cargo.toml [profile]".into())
+        );
+        assert_eq!(change("calc.py", Some("a"), Some("b")), None);
+    }
+}

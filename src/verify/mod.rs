@@ -1,0 +1,241 @@
+//! The verifier: the only judge of "done". Every test run whose result the harness states runs
+//! here, in the clean room: the branch's committed tree with the protected paths of the base,
+//! outside the user's checkout, with a fresh HOME and TMPDIR, confined by the sandbox. The run
+//! before any change takes the test inventory; every later run is held to it.
+
+use crate::guard::Protection;
+use crate::sandbox::{Jail, Sandbox};
+use crate::testrun::{
+    cases_from_junit, cases_from_results_json, Case, Ended, Inventory, TestPlan, TestResult,
+    BUILTIN_PYTHON_RUNNER,
+};
+use crate::workspace::{CleanRoom, RunDirs, Workspace, WorkspaceError};
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error("cannot start `{command}`: {source}")]
+    Start {
+        command: String,
+        source: std::io::Error,
+    },
+}
+
+/// Hears how long a test run has been going, while it goes (the CLI shows it on stderr).
+pub type Waiting<'a> = &'a dyn Fn(&str, Duration);
+
+pub struct Verifier<'a> {
+    pub workspace: &'a Workspace,
+    pub protection: &'a Protection,
+    pub plan: &'a TestPlan,
+    pub sandbox: &'a Sandbox,
+    pub interrupt: &'a AtomicBool,
+    waiting: Waiting<'a>,
+    room: RefCell<CleanRoom>,
+    runner_script: PathBuf,
+    inventory: RefCell<Option<Inventory>>,
+}
+
+impl<'a> Verifier<'a> {
+    /// Makes the clean room (outside `user_workdir`) and puts the built-in runner beside it.
+    pub fn new(
+        workspace: &'a Workspace,
+        protection: &'a Protection,
+        plan: &'a TestPlan,
+        sandbox: &'a Sandbox,
+        interrupt: &'a AtomicBool,
+        waiting: Waiting<'a>,
+        user_workdir: Option<&Path>,
+    ) -> Result<Self, VerifyError> {
+        let room = CleanRoom::create(&workspace.objects_dir(), user_workdir)?;
+        let runner_script = room.root().join("agent_git_runner.py");
+        std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
+            .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;
+        Ok(Verifier {
+            workspace,
+            protection,
+            plan,
+            sandbox,
+            interrupt,
+            waiting,
+            room: RefCell::new(room),
+            runner_script,
+            inventory: RefCell::new(None),
+        })
+    }
+
+    /// The run before any change: the tests it names become the inventory.
+    pub fn baseline(&self) -> Result<TestResult, VerifyError> {
+        let mut result = self.test()?;
+        let inventory = Inventory::of(&result);
+        result.exit_code_only = inventory.is_none();
+        *self.inventory.borrow_mut() = inventory;
+        Ok(result)
+    }
+
+    /// A run of the branch as it is now, held to the inventory.
+    pub fn run(&self) -> Result<TestResult, VerifyError> {
+        let mut result = self.test()?;
+        Inventory::check(self.inventory.borrow().as_ref(), &mut result);
+        Ok(result)
+    }
+
+    /// How many tests the inventory holds (0 when no names could be read).
+    pub fn inventory_size(&self) -> usize {
+        self.inventory.borrow().as_ref().map_or(0, Inventory::len)
+    }
+
+    fn test(&self) -> Result<TestResult, VerifyError> {
+        let tree = self.workspace.verification_tree(self.protection)?;
+        let mut room = self.room.borrow_mut();
+        room.reset_to(tree)?;
+        if let Some(setup) = &self.plan.setup {
+            if room.needs_setup(tree)? {
+                if let Some(failed) = self.set_up(&mut room, setup, tree)? {
+                    return Ok(failed);
+                }
+            }
+        }
+        let dirs = room.run_dirs()?;
+        let command = self.plan.command_line(&self.runner_script);
+        let raw = self.confined(&room, &dirs, &command, self.plan.timeout)?;
+        let cases = read_result_files(&dirs.results);
+        let output = self.plain_paths(&raw.output, room.path());
+        let ended = Ended {
+            exit_code: raw.exit_code,
+            timed_out: raw.timed_out,
+            interrupted: raw.interrupted,
+        };
+        let _ = dirs.remove();
+        Ok(TestResult::read(self.plan, &output, ended, cases))
+    }
+
+    /// Runs the setup command in the clean room; a failure comes back as a result that says
+    /// the tests could not run.
+    fn set_up(
+        &self,
+        room: &mut CleanRoom,
+        setup: &str,
+        tree: git2::Oid,
+    ) -> Result<Option<TestResult>, VerifyError> {
+        room.clear_setup()?;
+        let dirs = room.run_dirs()?;
+        let raw = self.confined(room, &dirs, setup, self.plan.timeout)?;
+        let _ = dirs.remove();
+        if raw.exit_code == Some(0) {
+            room.record_setup(tree)?;
+            return Ok(None);
+        }
+        let output = self.plain_paths(&raw.output, room.path());
+        let status = match raw.exit_code {
+            Some(code) => format!("exit {code}"),
+            None if raw.timed_out => "timed out".to_string(),
+            None => "killed".to_string(),
+        };
+        let why = format!(
+            "the setup command `{setup}` failed ({status}), so the tests did not run:\n{}",
+            crate::testrun::tail(&output, 30, 3000)
+        );
+        Ok(Some(TestResult::not_run(&self.plan.label, &why)))
+    }
+
+    /// `command` in the clean room: writes only there, in this run's own HOME, TMPDIR and
+    /// results, the harness's build cache and what the user allowed.
+    fn confined(
+        &self,
+        room: &CleanRoom,
+        dirs: &RunDirs,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<crate::sandbox::RawRun, VerifyError> {
+        let cargo_target = room.root().join("cargo-target");
+        let junit = dirs.results.join("junit.xml");
+        let extra = [
+            ("PYTHONNOUSERSITE", "1".to_string()),
+            ("CARGO_TARGET_DIR", cargo_target.display().to_string()),
+            (
+                "PYTEST_ADDOPTS",
+                format!(
+                    "-p no:cacheprovider --continue-on-collection-errors --junitxml={} -o junit_family=xunit1",
+                    junit.display()
+                ),
+            ),
+            (
+                "AGENT_GIT_RESULTS",
+                dirs.results.join("results.json").display().to_string(),
+            ),
+            ("npm_config_update_notifier", "false".to_string()),
+        ]
+        .map(|(k, v)| (k.to_string(), v));
+        let mut writable = vec![room.path().to_path_buf(), dirs.root.clone(), cargo_target];
+        writable.extend(self.sandbox.allowed_writes().iter().cloned());
+        let jail = Jail {
+            cwd: room.path().to_path_buf(),
+            writable,
+            env: crate::sandbox::sandbox_env(std::env::vars(), &dirs.home, &dirs.tmp, &extra),
+        };
+        let label = self.plan.label.as_str();
+        let mut waiting = |elapsed: Duration| (self.waiting)(label, elapsed);
+        self.sandbox
+            .run(&jail, command, timeout, self.interrupt, &mut waiting)
+            .map_err(|source| VerifyError::Start {
+                command: self.plan.label.clone(),
+                source,
+            })
+    }
+
+    /// Paths in the output made relative to the tree, and the runner's path named plainly:
+    /// the clean room's folders mean nothing to the model, and would make every conversation
+    /// differ from the last (and every replay diverge).
+    fn plain_paths(&self, output: &str, tree: &Path) -> String {
+        let script = self.runner_script.display().to_string();
+        output
+            .replace(&script, "agent-git-runner")
+            .replace(&format!("{}/", tree.display()), "")
+            .replace(&tree.display().to_string(), ".")
+    }
+}
+
+/// The cases a runner wrote to its result files: pytest's JUnit XML or the built-in runner's
+/// JSON. None when neither is there or readable: the output is read instead.
+fn read_result_files(results: &Path) -> Option<Vec<Case>> {
+    let read = |name: &str| std::fs::read_to_string(results.join(name)).ok();
+    if let Some(xml) = read("junit.xml") {
+        if let Ok(cases) = cases_from_junit(&xml) {
+            return Some(cases);
+        }
+    }
+    read("results.json").and_then(|json| cases_from_results_json(&json).ok())
+}
+
+/// A test result as the model reads it: the summary, the failing tests, what vanished, the
+/// output's tail.
+pub fn describe_for_model(result: &TestResult) -> String {
+    let mut text = format!("Tests ({}): {}", result.command, result.summary());
+    if !result.failing.is_empty() {
+        text.push_str("\nFailing tests:");
+        for failure in &result.failing {
+            match &failure.detail {
+                Some(detail) => text.push_str(&format!("\n- {}: {detail}", failure.name)),
+                None => text.push_str(&format!("\n- {}", failure.name)),
+            }
+        }
+    }
+    if !result.vanished.is_empty() {
+        text.push_str(
+            "\nTests that ran before any change but did not run and pass now (every one must):",
+        );
+        for name in &result.vanished {
+            text.push_str(&format!("\n- vanished: {name}"));
+        }
+    }
+    if !result.passed && !result.tail.is_empty() {
+        text.push_str(&format!("\nOutput (last lines):\n{}", result.tail));
+    }
+    text
+}

@@ -1,0 +1,269 @@
+//! The clean room: where every test run whose result the harness states takes place. A
+//! directory outside the user's checkout that holds exactly one tree of tracked files, kept by
+//! a private git directory beside it (objects borrowed from the user's repository through
+//! alternates), so that a reset costs what `git status` costs, not a new checkout. Nothing the
+//! model's commands wrote can be in it: they run in the work tree, and the clean room is reset
+//! to a committed tree before each run.
+
+use super::{remove_entry, WorkspaceError};
+use git2::build::CheckoutBuilder;
+use git2::{Oid, Repository, Status, StatusOptions};
+use std::collections::BTreeSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Files whose change makes a setup command (an install step) run again.
+const SETUP_INPUTS: &[&str] = &[
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "requirements.txt",
+    "requirements-dev.txt",
+    "requirements-test.txt",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "Pipfile",
+    "Pipfile.lock",
+    "poetry.lock",
+    "uv.lock",
+    "Cargo.toml",
+    "Cargo.lock",
+    "go.mod",
+    "go.sum",
+    "Gemfile",
+    "Gemfile.lock",
+];
+
+pub struct CleanRoom {
+    dir: tempfile::TempDir,
+    tree: PathBuf,
+    repo: Repository,
+    /// The tree checked out by the last reset.
+    current: Option<Oid>,
+    /// What the setup command made (untracked or ignored entries), kept across resets.
+    setup_outputs: BTreeSet<PathBuf>,
+    /// The setup inputs and the stat data of its outputs when it last ran.
+    setup_state: Option<(u64, u64)>,
+    runs: u32,
+}
+
+/// The private directories of one test run: a fresh HOME, TMPDIR and a place for results.
+pub struct RunDirs {
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub tmp: PathBuf,
+    pub results: PathBuf,
+}
+
+impl RunDirs {
+    /// Removes the run's directories and whatever the tests left in them.
+    pub fn remove(&self) -> Result<(), WorkspaceError> {
+        remove_entry(&self.root)
+    }
+}
+
+impl CleanRoom {
+    /// An empty clean room for a repository whose objects are in `objects` (the user's
+    /// repository's common dir + `objects`). It lives in the system's temp dir, never inside
+    /// `user_workdir`, so no runner walking up from it meets the user's uncommitted files.
+    pub fn create(objects: &Path, user_workdir: Option<&Path>) -> Result<Self, WorkspaceError> {
+        let dir = tempfile::Builder::new()
+            .prefix("agent-git-clean-")
+            .tempdir()
+            .map_err(|e| WorkspaceError::io("create", &std::env::temp_dir(), e))?;
+        let root = dir
+            .path()
+            .canonicalize()
+            .map_err(|e| WorkspaceError::io("resolve", dir.path(), e))?;
+        if let Some(user) = user_workdir.and_then(|w| w.canonicalize().ok()) {
+            if root.starts_with(&user) {
+                return Err(WorkspaceError::Unsafe(format!(
+                    "the temp dir {} is inside the repository; set TMPDIR to a directory \
+                     outside it",
+                    root.display()
+                )));
+            }
+        }
+        let tree = root.join("tree");
+        for sub in [&tree, &root.join("runs")] {
+            std::fs::create_dir(sub).map_err(|e| WorkspaceError::io("create", sub, e))?;
+        }
+        let git = root.join("git");
+        let repo = Repository::init_bare(&git)?;
+        let alternates = git.join("objects/info/alternates");
+        let objects = objects
+            .canonicalize()
+            .map_err(|e| WorkspaceError::io("resolve", objects, e))?;
+        std::fs::write(&alternates, format!("{}\n", objects.display()))
+            .map_err(|e| WorkspaceError::io("write", &alternates, e))?;
+        // Reopened, so that the object database reads the alternates just written.
+        let repo = {
+            drop(repo);
+            let repo = Repository::open_bare(&git)?;
+            repo.set_workdir(&tree, false)?;
+            repo
+        };
+        Ok(CleanRoom {
+            dir,
+            tree,
+            repo,
+            current: None,
+            setup_outputs: BTreeSet::new(),
+            setup_state: None,
+            runs: 0,
+        })
+    }
+
+    /// The directory the tests run in.
+    pub fn path(&self) -> &Path {
+        &self.tree
+    }
+
+    /// The clean room's own directory (the tree's parent), for files the harness puts beside it.
+    pub fn root(&self) -> &Path {
+        self.tree.parent().unwrap_or(self.dir.path())
+    }
+
+    /// Makes the tree exactly `tree`: tracked files as committed, nothing untracked or ignored
+    /// but what the setup command made. Anything a test run planted is removed before any file
+    /// is written, so no write follows a link it left.
+    pub fn reset_to(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .include_ignored(true)
+            .recurse_untracked_dirs(false)
+            .recurse_ignored_dirs(false)
+            .exclude_submodules(true);
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        let mut dirty = false;
+        for entry in statuses.iter() {
+            let status = entry.status();
+            let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
+            let rel = rel.components().as_path();
+            let planted = status.intersects(Status::WT_NEW | Status::IGNORED);
+            if planted && self.setup_outputs.contains(rel) {
+                continue;
+            }
+            dirty = true;
+            if planted || status.contains(Status::WT_TYPECHANGE) {
+                remove_entry(&self.tree.join(rel))?;
+            }
+        }
+        if !dirty && self.current == Some(tree) {
+            return Ok(());
+        }
+        let target = self.repo.find_tree(tree)?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .force()
+            .remove_untracked(false)
+            .remove_ignored(false);
+        self.repo
+            .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        self.current = Some(tree);
+        Ok(())
+    }
+
+    /// Fresh, empty private directories for the next test run.
+    pub fn run_dirs(&mut self) -> Result<RunDirs, WorkspaceError> {
+        self.runs += 1;
+        let root = self.root().join("runs").join(self.runs.to_string());
+        let dirs = RunDirs {
+            home: root.join("home"),
+            tmp: root.join("tmp"),
+            results: root.join("results"),
+            root,
+        };
+        for dir in [&dirs.home, &dirs.tmp, &dirs.results] {
+            std::fs::create_dir_all(dir).map_err(|e| WorkspaceError::io("create", dir, e))?;
+        }
+        Ok(dirs)
+    }
+
+    /// Whether the setup command must run (again) before testing `tree`: it never ran, the
+    /// files it depends on changed, or what it made was changed since.
+    pub fn needs_setup(&self, tree: Oid) -> Result<bool, WorkspaceError> {
+        let Some((inputs, outputs)) = self.setup_state else {
+            return Ok(true);
+        };
+        Ok(inputs != self.setup_inputs(tree)? || outputs != self.outputs_digest()?)
+    }
+
+    /// Removes whatever an earlier setup made, so that it runs from scratch.
+    pub fn clear_setup(&mut self) -> Result<(), WorkspaceError> {
+        for rel in std::mem::take(&mut self.setup_outputs) {
+            remove_entry(&self.tree.join(rel))?;
+        }
+        self.setup_state = None;
+        Ok(())
+    }
+
+    /// Notes what a setup command that just succeeded made, to keep it across resets.
+    pub fn record_setup(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .include_ignored(true)
+            .recurse_untracked_dirs(false)
+            .recurse_ignored_dirs(false);
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        self.setup_outputs = statuses
+            .iter()
+            .filter(|e| e.status().intersects(Status::WT_NEW | Status::IGNORED))
+            .map(|e| {
+                let rel = Path::new(std::ffi::OsStr::from_bytes(e.path_bytes()));
+                rel.components().as_path().to_path_buf()
+            })
+            .collect();
+        self.setup_state = Some((self.setup_inputs(tree)?, self.outputs_digest()?));
+        Ok(())
+    }
+
+    /// A digest of the blobs of `tree` that a setup command depends on.
+    fn setup_inputs(&self, tree: Oid) -> Result<u64, WorkspaceError> {
+        let tree = self.repo.find_tree(tree)?;
+        let mut hasher = DefaultHasher::new();
+        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if let Ok(name) = entry.name() {
+                if SETUP_INPUTS.contains(&name) {
+                    (dir, name, entry.id()).hash(&mut hasher);
+                }
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+        Ok(hasher.finish())
+    }
+
+    /// A digest of the stat data of everything the setup command made: any change to it
+    /// (a test run patching a dependency, say) is seen before the next run.
+    fn outputs_digest(&self) -> Result<u64, WorkspaceError> {
+        use std::os::unix::fs::MetadataExt;
+        let mut hasher = DefaultHasher::new();
+        for rel in &self.setup_outputs {
+            let walk = walkdir::WalkDir::new(self.tree.join(rel))
+                .follow_links(false)
+                .sort_by_file_name();
+            for entry in walk {
+                let entry = entry.map_err(|e| WorkspaceError::Unsafe(e.to_string()))?;
+                let meta = entry
+                    .metadata()
+                    .map_err(|e| WorkspaceError::Unsafe(e.to_string()))?;
+                (
+                    entry.path(),
+                    meta.len(),
+                    meta.mtime(),
+                    meta.mtime_nsec(),
+                    meta.ctime(),
+                    meta.ctime_nsec(),
+                    meta.mode(),
+                    meta.ino(),
+                )
+                    .hash(&mut hasher);
+            }
+        }
+        Ok(hasher.finish())
+    }
+}

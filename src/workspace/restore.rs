@@ -1,0 +1,239 @@
+//! Putting the work tree back: after a refused change, before the tests, and after every shell
+//! command. A model's command can leave links anywhere in the work tree (`tests -> /home/you`,
+//! `.git -> ~/.bashrc`), so every write here first removes what was planted, and never follows
+//! a link.
+
+use super::{remove_entry, Workspace, WorkspaceError};
+use crate::guard::Protection;
+use git2::build::CheckoutBuilder;
+use git2::{DiffOptions, ResetType, Status, StatusOptions};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// The state a shell command must leave as it found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    head: git2::Oid,
+    dot_git: Vec<u8>,
+}
+
+/// What the harness did with a shell command's effects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absorbed {
+    /// Protected paths the command changed, now as they were.
+    pub reverted: Vec<String>,
+    /// Git state the command moved, now put back.
+    pub restored: Vec<String>,
+    pub commit: super::CommitResult,
+}
+
+impl Workspace {
+    /// Puts the work tree back to the branch's last commit: tracked files restored, new
+    /// (not ignored) files removed.
+    pub fn discard_changes(&self) -> Result<(), WorkspaceError> {
+        self.remove_planted_links()?;
+        let head = self.repo.head()?.peel_to_commit()?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force();
+        self.repo
+            .reset(head.as_object(), ResetType::Hard, Some(&mut checkout))?;
+        self.remove_untracked()
+    }
+
+    /// Removes every link the work tree shows that the branch does not hold as it is, and
+    /// every link standing where the branch has a directory: whatever the harness writes next
+    /// then lands in the work tree, not where a link points.
+    fn remove_planted_links(&self) -> Result<(), WorkspaceError> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(false)
+            .include_ignored(true)
+            .recurse_ignored_dirs(false)
+            .exclude_submodules(true);
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        for entry in statuses.iter().filter(|e| e.status() != Status::CURRENT) {
+            let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
+            self.unlink_at_or_above(rel)?;
+        }
+        Ok(())
+    }
+
+    /// Removes a link at `rel` or at any directory above it (inside the work tree).
+    fn unlink_at_or_above(&self, rel: &Path) -> Result<(), WorkspaceError> {
+        let mut prefix = PathBuf::new();
+        for part in rel.components() {
+            prefix.push(part);
+            let full = self.worktree_path.join(&prefix);
+            match std::fs::symlink_metadata(&full) {
+                Ok(meta) if meta.file_type().is_symlink() => return remove_entry(&full),
+                Ok(meta) if meta.is_dir() => continue,
+                _ => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes files git does not track and does not ignore, and the folders they leave empty.
+    /// (libgit2's reset does not do this even when asked to.)
+    fn remove_untracked(&self) -> Result<(), WorkspaceError> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true).recurse_untracked_dirs(true);
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        let mut dirs = Vec::new();
+        for entry in statuses.iter().filter(|e| e.status().is_wt_new()) {
+            let path = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
+            let full = self.worktree_path.join(path);
+            remove_entry(&full)?;
+            dirs.extend(
+                full.ancestors()
+                    .skip(1)
+                    .take_while(|d| *d != self.worktree_path)
+                    .map(Path::to_path_buf),
+            );
+        }
+        // Deepest first; a folder that still holds anything (ignored files) stays.
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        dirs.dedup();
+        for dir in dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
+        Ok(())
+    }
+
+    /// Makes every protected path exactly as in the base commit: changed or deleted ones are
+    /// checked out again, new ones are removed.
+    pub fn restore_protected(
+        &self,
+        protection: &Protection,
+    ) -> Result<Vec<String>, WorkspaceError> {
+        let base_tree = self.repo.find_commit(self.base)?.tree()?;
+        self.restore_protected_to(&base_tree, protection)
+    }
+
+    /// What a command must not have moved: the branch tip, HEAD, the work tree's `.git` file.
+    pub fn snapshot(&self) -> Result<Snapshot, WorkspaceError> {
+        Ok(Snapshot {
+            head: self.head()?,
+            dot_git: std::fs::read(self.worktree_path.join(".git")).unwrap_or_default(),
+        })
+    }
+
+    /// After a shell command: puts back a moved HEAD or branch and a rewritten `.git` file,
+    /// reverts changes to protected paths, and commits everything else as one commit.
+    pub fn absorb_command(
+        &self,
+        subject: &str,
+        body: &str,
+        protection: &Protection,
+        before: &Snapshot,
+    ) -> Result<Absorbed, WorkspaceError> {
+        let mut restored = Vec::new();
+        if self.restore_dot_git(&before.dot_git)? {
+            restored.push("the work tree's .git file".to_string());
+        }
+        restored.extend(self.restore_refs(before.head)?);
+        let head_tree = self.repo.find_commit(before.head)?.tree()?;
+        let reverted = self.restore_protected_to(&head_tree, protection)?;
+        let commit = self.commit_changes(subject, body, protection)?;
+        Ok(Absorbed {
+            reverted,
+            restored,
+            commit,
+        })
+    }
+
+    /// Rewrites the work tree's `.git` file if a command changed it, replaced it with a link or
+    /// a directory: the old entry is removed, never written through.
+    fn restore_dot_git(&self, content: &[u8]) -> Result<bool, WorkspaceError> {
+        let dot_git = self.worktree_path.join(".git");
+        let intact = std::fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_file())
+            && std::fs::read(&dot_git).is_ok_and(|now| now == content);
+        if intact {
+            return Ok(false);
+        }
+        remove_entry(&dot_git)?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&dot_git)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, content))
+            .map_err(|e| WorkspaceError::io("restore", &dot_git, e))?;
+        Ok(true)
+    }
+
+    /// Puts back the run's branch and HEAD if a command moved them.
+    fn restore_refs(&self, head: git2::Oid) -> Result<Vec<String>, WorkspaceError> {
+        let mut restored = Vec::new();
+        let branch_ref = format!("refs/heads/{}", self.branch);
+        let head_target = self
+            .repo
+            .find_reference("HEAD")?
+            .symbolic_target_bytes()
+            .map(|t| String::from_utf8_lossy(t).into_owned());
+        if self.repo.refname_to_id(&branch_ref).ok() != Some(head) {
+            self.repo.reference(
+                &branch_ref,
+                head,
+                true,
+                "agent-git: restore the run's branch",
+            )?;
+            restored.push(format!("branch {}", self.branch));
+        }
+        if head_target.as_deref() != Some(branch_ref.as_str()) {
+            self.repo.set_head(&branch_ref)?;
+            restored.push("HEAD".to_string());
+        }
+        if !restored.is_empty() {
+            // The index may name another commit's tree now; rebuild it from the branch.
+            let mut index = self.repo.index()?;
+            index.read_tree(&self.repo.find_commit(head)?.tree()?)?;
+            index.write()?;
+        }
+        Ok(restored)
+    }
+
+    /// Puts every protected path back as `tree` has it. Ignored files count too (a model may
+    /// ignore a conftest.py it plants), but ignored directories are not entered: node_modules
+    /// holds test files that are not ours.
+    fn restore_protected_to(
+        &self,
+        tree: &git2::Tree,
+        protection: &Protection,
+    ) -> Result<Vec<String>, WorkspaceError> {
+        let mut opts = DiffOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(true)
+            .recurse_ignored_dirs(false);
+        let diff = self
+            .repo
+            .diff_tree_to_workdir(Some(tree), Some(&mut opts))?;
+        let mut restored = Vec::new();
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force().update_index(false);
+        for delta in diff.deltas() {
+            let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
+                continue;
+            };
+            let full = self.worktree_path.join(path);
+            let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
+            if is_dir || !protection.is_protected(path) {
+                continue;
+            }
+            // Whatever stands there now goes first, and any link above it: a checkout then
+            // writes a new file inside the work tree.
+            self.unlink_at_or_above(path)?;
+            remove_entry(&full)?;
+            if tree.get_path(path).is_ok() {
+                checkout.path(path);
+            }
+            restored.push(path.to_string_lossy().into_owned());
+        }
+        // With no paths named, a checkout would reset the whole tree: only check out if needed.
+        if restored.iter().any(|p| tree.get_path(Path::new(p)).is_ok()) {
+            self.repo
+                .checkout_tree(tree.as_object(), Some(&mut checkout))?;
+        }
+        Ok(restored)
+    }
+}
