@@ -304,3 +304,77 @@ impl TestEnv {
         Run { out, transcript }
     }
 }
+
+/// A PATH whose `python3` has pytest: the venv of the README's set-up (`target/test-venv`,
+/// which `.ci/run` makes), or the one `AGENT_GIT_TEST_VENV` names. Tests of pytest's ways
+/// need the real pytest, as users have it: in a venv.
+pub fn pytest_path() -> String {
+    let venv = std::env::var("AGENT_GIT_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-venv"));
+    let bin = venv.join("bin");
+    assert!(
+        bin.join("python3").exists() && bin.join("pytest").exists(),
+        "this test needs pytest in a venv at {}: run `python3 -m venv target/test-venv && \
+         target/test-venv/bin/pip install pytest` (the README's set-up; .ci/run does it)",
+        venv.display()
+    );
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The test run anyone can do: `git archive` of `rev` into a fresh directory, `command` run
+/// there with a fresh HOME and nothing inherited but PATH. Returns (passed, output).
+pub fn export_and_test(
+    env: &TestEnv,
+    repo: &Path,
+    rev: &str,
+    command: &str,
+    path: &str,
+) -> (bool, String) {
+    let name = format!("export-{}", rev.replace('/', "-"));
+    let dir = env.path().join(&name);
+    let home = env.path().join(format!("{name}-home"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let archive = env.path().join(format!("{name}.tar"));
+    env.git(
+        repo,
+        &[
+            "archive",
+            "--format=tar",
+            "-o",
+            archive.to_str().unwrap(),
+            rev,
+        ],
+    );
+    let untar = Command::new("tar")
+        .args([
+            "-xf",
+            archive.to_str().unwrap(),
+            "-C",
+            dir.to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    let out = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(&dir)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", &home)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    (out.status.success(), text)
+}
+
+/// A file's bytes, or None when it is not there.
+pub fn snapshot_dir(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    read_tree(dir, dir, false)
+}

@@ -594,18 +594,23 @@ fn the_key_is_not_in_the_test_environment_and_configuration_errors_exit_2() {
         "{}",
         stderr(&out)
     );
-    let out = env.agent(
-        &repo,
-        &[
-            "fix",
-            "--model",
-            "openai:llama3.1",
-            "--max-cost",
-            "1",
-            "--branch",
-            "agent/noprice",
-        ],
-    );
+    // A local server needs no key; nothing is sent, the price check comes first.
+    let out = env
+        .agent_cmd(
+            &repo,
+            &[
+                "fix",
+                "--model",
+                "openai:llama3.1",
+                "--max-cost",
+                "1",
+                "--branch",
+                "agent/noprice",
+            ],
+        )
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap();
     assert_eq!(code(&out), 2);
     assert!(
         stderr(&out).contains("--max-cost needs the price of llama3.1"),

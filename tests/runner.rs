@@ -3,9 +3,11 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod ends;
 mod fix;
 mod hook;
 mod models;
+mod passed;
 mod protection;
 mod runners;
 mod sandbox;

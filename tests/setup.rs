@@ -84,6 +84,12 @@ fn setup_errors_exit_2_and_create_nothing() {
     assert_setup_error(
         &env,
         &repo,
+        &["fix", "--model", "openai:gpt-4.1"],
+        "OPENAI_API_KEY is not set",
+    );
+    assert_setup_error(
+        &env,
+        &repo,
         &["fix", "--model", "magic:x"],
         "unknown model provider `magic`",
     );

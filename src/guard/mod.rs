@@ -142,6 +142,8 @@ fn matcher(
 pub enum PathError {
     #[error("refused: an empty path; name a file relative to the repository root")]
     Empty,
+    #[error("refused: {0:?} contains a NUL byte, which no file name can hold")]
+    Nul(String),
     #[error("refused: {0} is absolute; use a path relative to the repository root")]
     Absolute(String),
     #[error("refused: {0} leads outside the repository")]
@@ -237,6 +239,9 @@ pub fn normalize(path: &str) -> Result<PathBuf, PathError> {
     let trimmed = path.trim();
     if trimmed.is_empty() {
         return Err(PathError::Empty);
+    }
+    if trimmed.contains('\0') {
+        return Err(PathError::Nul(trimmed.to_string()));
     }
     let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
     for component in Path::new(trimmed).components() {
@@ -358,6 +363,7 @@ mod tests {
         assert_eq!(normalize("./a/../b/c.py"), Ok(PathBuf::from("b/c.py")));
         assert_eq!(normalize("."), Ok(PathBuf::new()));
         assert_eq!(normalize("  "), Err(PathError::Empty));
+        assert_eq!(normalize("a\0.py"), Err(PathError::Nul("a\0.py".into())));
         assert_eq!(
             normalize("/etc/passwd"),
             Err(PathError::Absolute("/etc/passwd".into()))

@@ -71,12 +71,16 @@ fn provider_for(
         ModelSpec::OpenAi(model) => {
             let base =
                 non_empty("OPENAI_BASE_URL").unwrap_or_else(|| openai::DEFAULT_BASE_URL.into());
-            Ok(Box::new(OpenAi::new(
-                model,
-                max_tokens,
-                &base,
-                non_empty("OPENAI_API_KEY"),
-            )))
+            let api_key = non_empty("OPENAI_API_KEY");
+            // OpenAI's own API always wants a key; a local server (OPENAI_BASE_URL) may not.
+            if api_key.is_none() && base.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
+                return Err(
+                    "OPENAI_API_KEY is not set; export your OpenAI API key, or point \
+                     OPENAI_BASE_URL at a local server (Ollama, vLLM, llama.cpp)"
+                        .into(),
+                );
+            }
+            Ok(Box::new(OpenAi::new(model, max_tokens, &base, api_key)))
         }
         ModelSpec::Script(_) | ModelSpec::Replay(_) => Err("not an HTTP model".into()),
     }
@@ -165,6 +169,10 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.contains("ANTHROPIC_API_KEY is not set"), "{err}");
+        let err = provider_for(&ModelSpec::OpenAi("gpt-4.1".into()), 10, &none)
+            .err()
+            .unwrap();
+        assert!(err.contains("OPENAI_API_KEY is not set"), "{err}");
         let env = |name: &str| match name {
             "ANTHROPIC_API_KEY" => Some("sk-a".to_string()),
             "OPENAI_BASE_URL" => Some("http://127.0.0.1:11434/v1".to_string()),

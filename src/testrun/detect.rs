@@ -66,7 +66,7 @@ pub fn detect(
     }
     if has("Cargo.toml") {
         return Some(Detected::shell(
-            "cargo test".into(),
+            "cargo test --no-fail-fast".into(),
             Runner::Cargo,
             "Cargo.toml",
         ));
@@ -397,7 +397,7 @@ mod tests {
         let cmd = |s: &str, r| Some((s.to_string(), r));
         assert_eq!(
             shell(&[("Cargo.toml", "")], false),
-            cmd("cargo test", Runner::Cargo)
+            cmd("cargo test --no-fail-fast", Runner::Cargo)
         );
         assert_eq!(
             shell(&[("go.mod", "")], false),
@@ -440,7 +440,7 @@ mod tests {
                 &[("Makefile", "build:\n\tcc x.c\n"), ("Cargo.toml", "")],
                 true
             ),
-            Some(("cargo test".to_string(), Runner::Cargo)),
+            Some(("cargo test --no-fail-fast".to_string(), Runner::Cargo)),
             "a Makefile without a test target is no runner"
         );
         let nox = "import nox\n\n@nox.session\ndef tests(session):\n    session.run('pytest')\n";

@@ -42,6 +42,7 @@ pub(super) fn refused(error: PathError) -> ToolOutcome {
         PathError::InsideGit(_) => "refused: inside .git",
         PathError::DanglingLink(_) => "refused: dangling symlink",
         PathError::Empty => "refused: empty path",
+        PathError::Nul(_) => "refused: NUL in path",
     };
     ToolOutcome::error(error.to_string(), summary)
 }

@@ -153,7 +153,7 @@ impl<'a> Verifier<'a> {
         command: &str,
         timeout: Duration,
     ) -> Result<crate::sandbox::RawRun, VerifyError> {
-        let cargo_target = room.root().join("cargo-target");
+        let cargo_target = room.cargo_target();
         let junit = dirs.results.join("junit.xml");
         let extra = [
             ("PYTHONNOUSERSITE", "1".to_string()),

@@ -89,7 +89,7 @@ impl CleanRoom {
             }
         }
         let tree = root.join("tree");
-        for sub in [&tree, &root.join("runs")] {
+        for sub in [&tree, &root.join("runs"), &root.join("cargo-target")] {
             std::fs::create_dir(sub).map_err(|e| WorkspaceError::io("create", sub, e))?;
         }
         let git = root.join("git");
@@ -166,6 +166,11 @@ impl CleanRoom {
             .checkout_tree(target.as_object(), Some(&mut checkout))?;
         self.current = Some(tree);
         Ok(())
+    }
+
+    /// The build cache of the test runs (`CARGO_TARGET_DIR`): the harness's, not the model's.
+    pub fn cargo_target(&self) -> PathBuf {
+        self.root().join("cargo-target")
     }
 
     /// Fresh, empty private directories for the next test run.
@@ -265,5 +270,117 @@ impl CleanRoom {
             }
         }
         Ok(hasher.finish())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A repository with one commit of `files`; returns it and the commit's tree.
+    fn repo_with(dir: &Path, files: &[(&str, &str)]) -> (Repository, Oid) {
+        let repo = Repository::init(dir).unwrap();
+        let mut index = repo.index().unwrap();
+        for (path, text) in files {
+            let full = dir.join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+            index.add_path(Path::new(path)).unwrap();
+        }
+        let tree = index.write_tree().unwrap();
+        (repo, tree)
+    }
+
+    fn read(room: &CleanRoom, rel: &str) -> String {
+        std::fs::read_to_string(room.path().join(rel)).unwrap()
+    }
+
+    #[test]
+    fn a_reset_undoes_whatever_a_test_run_left_and_follows_no_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let (repo, tree) = repo_with(
+            dir.path(),
+            &[
+                ("calc.py", "def add(a, b):\n    return a - b\n"),
+                ("tests/test_calc.py", "assert True\n"),
+                (".gitignore", "build/\n"),
+            ],
+        );
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        assert!(!room.path().starts_with(dir.path()));
+        room.reset_to(tree).unwrap();
+        assert_eq!(read(&room, "tests/test_calc.py"), "assert True\n");
+
+        // What a test run could leave: ignored and untracked files, a cache, a tracked file
+        // rewritten with its old size and mtime, a tracked directory swapped for a link.
+        let root = room.path().to_path_buf();
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        std::fs::write(root.join("build/state.json"), "{}").unwrap();
+        std::fs::create_dir_all(root.join("__pycache__")).unwrap();
+        std::fs::write(root.join("__pycache__/calc.pyc"), "stale").unwrap();
+        std::fs::write(root.join("usercustomize.py"), "x").unwrap();
+        let calc = root.join("calc.py");
+        let mtime = std::fs::metadata(&calc).unwrap().modified().unwrap();
+        std::fs::write(&calc, "def add(a, b):\n    return a + b\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&calc)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        std::fs::remove_dir_all(root.join("tests")).unwrap();
+        symlink(outside.path(), root.join("tests")).unwrap();
+
+        room.reset_to(tree).unwrap();
+        assert_eq!(read(&room, "calc.py"), "def add(a, b):\n    return a - b\n");
+        assert_eq!(read(&room, "tests/test_calc.py"), "assert True\n");
+        assert!(!std::fs::symlink_metadata(root.join("tests"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        for gone in ["build", "__pycache__", "usercustomize.py"] {
+            assert!(!root.join(gone).exists(), "{gone} survived the reset");
+        }
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "nothing was written through the link"
+        );
+    }
+
+    #[test]
+    fn setup_outputs_survive_resets_until_they_or_their_inputs_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, tree) = repo_with(
+            dir.path(),
+            &[("package.json", "{}"), (".gitignore", "node_modules/\n")],
+        );
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        room.reset_to(tree).unwrap();
+        assert!(room.needs_setup(tree).unwrap());
+        let modules = room.path().join("node_modules/dep");
+        std::fs::create_dir_all(&modules).unwrap();
+        std::fs::write(modules.join("index.js"), "module.exports = 1;").unwrap();
+        room.record_setup(tree).unwrap();
+        room.reset_to(tree).unwrap();
+        assert!(modules.join("index.js").exists(), "kept across a reset");
+        assert!(!room.needs_setup(tree).unwrap());
+
+        // A test run that patches a dependency makes the setup run again.
+        std::fs::write(modules.join("index.js"), "module.exports = 2;").unwrap();
+        assert!(room.needs_setup(tree).unwrap());
+        room.clear_setup().unwrap();
+        assert!(!room.path().join("node_modules").exists());
+
+        // So does a change to what it depends on.
+        std::fs::create_dir_all(&modules).unwrap();
+        room.record_setup(tree).unwrap();
+        let mut index = repo.index().unwrap();
+        std::fs::write(dir.path().join("package.json"), "{\"dependencies\": {}}").unwrap();
+        index.add_path(Path::new("package.json")).unwrap();
+        let changed = index.write_tree().unwrap();
+        assert!(room.needs_setup(changed).unwrap());
     }
 }
