@@ -515,3 +515,49 @@ fn a_huge_file_made_by_a_command_is_not_committed_and_the_repository_does_not_gr
 fn walkdir_size(dir: &Path) -> u64 {
     snapshot_dir(dir).values().map(|v| v.len() as u64).sum()
 }
+
+#[test]
+fn code_that_reads_the_models_untracked_files_by_absolute_path_does_not_pass() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let before = UserState::capture(&env, &repo);
+    let fixed =
+        "def add(a, b):\\n    return a + b\\n\\n\\ndef multiply(a, b):\\n    return a * b\\n";
+    // The shell writes the absolute paths it knows into calc.py: the work tree's ignored
+    // files, and the model's own TMPDIR.
+    let stash_in = |id: &str, dir: &str| {
+        run(
+            id,
+            &format!(
+                "printf '{fixed}' > {dir}/calc_real.py && \
+                 echo \"exec(open('{dir}/calc_real.py').read())\" > calc.py && \
+                 python3 -c 'import calc; print(calc.add(2, 3))'"
+            ),
+        )
+    };
+    for (branch, stash) in [
+        ("agent/abs-worktree", stash_in("stash", "$(pwd)/.stash")),
+        ("agent/abs-tmpdir", stash_in("stash", "$TMPDIR")),
+    ] {
+        let replies = json!([
+            calls(
+                "Keep the real code aside.",
+                vec![
+                    run("ignore", "mkdir -p .stash && echo '.stash/' >> .gitignore"),
+                    stash
+                ]
+            ),
+            end_turn("Done."),
+        ]);
+        let run = env.fix_scripted(&repo, branch, replies, &["--max-turns", "2"]);
+        let (_, text) = &run.results()["stash"];
+        assert!(
+            text.contains("\n5\n"),
+            "it works in the model's shell: {text}"
+        );
+        let original = "python3 -c 'import test_calc; test_calc.test_add()'";
+        let path = std::env::var("PATH").unwrap();
+        assert_not_passed(&env, &repo, branch, &run, original, &path);
+    }
+    assert_eq!(UserState::capture(&env, &repo), before);
+}

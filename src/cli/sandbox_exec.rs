@@ -10,6 +10,12 @@ pub struct SandboxExecArgs {
     /// A directory the command may write to (repeatable); nothing else is writable.
     #[arg(long = "write")]
     writable: Vec<PathBuf>,
+    /// A path the command may not read (repeatable).
+    #[arg(long = "hide")]
+    hidden: Vec<PathBuf>,
+    /// A path inside a hidden one that the command may read (repeatable).
+    #[arg(long = "show")]
+    shown: Vec<PathBuf>,
     #[arg(long)]
     max_processes: u64,
     #[arg(long)]
@@ -29,6 +35,8 @@ pub struct SandboxExecArgs {
 pub fn run(args: SandboxExecArgs) -> u8 {
     let code = helper::run(&HelperArgs {
         writable: args.writable,
+        hidden: args.hidden,
+        shown: args.shown,
         max_processes: args.max_processes,
         max_file_size: args.max_file_size,
         max_cpu: args.max_cpu,

@@ -17,6 +17,9 @@ pub const SANDBOX_FAILED: i32 = 125;
 pub struct HelperArgs {
     /// The only directories the command may write to.
     pub writable: Vec<PathBuf>,
+    /// Paths the command may not read, and paths inside them it may.
+    pub hidden: Vec<PathBuf>,
+    pub shown: Vec<PathBuf>,
     pub max_processes: u64,
     pub max_file_size: u64,
     pub max_cpu: u64,
@@ -36,7 +39,7 @@ pub fn run(args: &HelperArgs) -> i32 {
     let processes = limit_processes(args.max_processes);
     let limits = set_rlimits(args);
     let filesystem = if args.landlock {
-        confine_writes(&args.writable)
+        confine_files(&args.writable, &args.hidden, &args.shown)
     } else {
         Err("not requested".into())
     };
@@ -231,10 +234,14 @@ fn set_rlimits(args: &HelperArgs) -> Result<(), String> {
     set_limit(Resource::Core, 0, 0)
 }
 
-/// Reading and running anything stays allowed; writing only in `writable` and a few devices.
-/// The repository's git directory (which holds the work tree) is thereby read-only but for the
-/// work tree itself.
-fn confine_writes(writable: &[PathBuf]) -> Result<(), String> {
+/// Reading and running anything stays allowed but under `hidden` (other than `shown`); writing
+/// only in `writable` and a few devices. The repository's git directory (which holds the work
+/// tree) is thereby read-only but for the work tree itself.
+fn confine_files(
+    writable: &[PathBuf],
+    hidden: &[PathBuf],
+    shown: &[PathBuf],
+) -> Result<(), String> {
     let abi = ABI::V5;
     let devices = [
         "/dev/null",
@@ -246,10 +253,11 @@ fn confine_writes(writable: &[PathBuf]) -> Result<(), String> {
         "/dev/ptmx",
         "/dev/pts",
     ];
+    let readable = super::readable_roots(std::path::Path::new("/"), hidden, shown);
     let status = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
         .and_then(|r| r.create())
-        .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
+        .and_then(|r| r.add_rules(path_beneath_rules(readable, AccessFs::from_read(abi))))
         .and_then(|r| r.add_rules(path_beneath_rules(writable, AccessFs::from_all(abi))))
         .and_then(|r| r.add_rules(path_beneath_rules(devices, AccessFs::from_all(abi))))
         .and_then(|r| r.restrict_self())

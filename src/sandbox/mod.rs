@@ -81,11 +81,16 @@ impl Layers {
     }
 }
 
-/// Where one confined command runs, what it may write, and the whole environment it sees.
+/// Where one confined command runs, what it may write, what it may not even read, and the
+/// whole environment it sees.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Jail {
     pub cwd: PathBuf,
     pub writable: Vec<PathBuf>,
+    /// Absolute, canonical paths the command may not read (the user's checkout, the model's
+    /// work tree and files), but for the `shown` paths inside them (a venv, say).
+    pub hidden: Vec<PathBuf>,
+    pub shown: Vec<PathBuf>,
     pub env: Vec<(String, String)>,
 }
 
@@ -101,16 +106,17 @@ pub struct Sandbox {
 
 /// What the helper is told, as its argv after `sandbox-exec`. Built as a pure value so that
 /// the exact confinement of a command can be checked by equality.
-pub fn helper_args(
-    writable: &[PathBuf],
-    limits: &Limits,
-    network: bool,
-    filesystem: bool,
-) -> Vec<OsString> {
+pub fn helper_args(jail: &Jail, limits: &Limits, network: bool, filesystem: bool) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["sandbox-exec".into()];
-    for dir in writable {
-        args.push("--write".into());
-        args.push(dir.into());
+    for (flag, dirs) in [
+        ("--write", &jail.writable),
+        ("--hide", &jail.hidden),
+        ("--show", &jail.shown),
+    ] {
+        for dir in dirs {
+            args.push(flag.into());
+            args.push(dir.into());
+        }
     }
     for (flag, value) in [
         ("--max-processes", limits.processes),
@@ -170,6 +176,39 @@ pub fn sandbox_env(
     env
 }
 
+/// What to make readable so that everything under `root` is, but the `hidden` paths, except
+/// the `shown` ones inside them: the siblings of every directory on the way to a hidden path,
+/// down to it. Links are left out: what they lead to is reached by its own path, and a link
+/// must not open a way into a hidden one.
+pub fn readable_roots(root: &Path, hidden: &[PathBuf], shown: &[PathBuf]) -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        if hidden.contains(&dir) {
+            roots.extend(shown.iter().filter(|s| s.starts_with(&dir)).cloned());
+            continue;
+        }
+        if !hidden.iter().any(|h| h.starts_with(&dir)) {
+            roots.push(dir);
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => pending.push(entry.path()),
+                Ok(kind) if !kind.is_symlink() && !hidden.contains(&entry.path()) => {
+                    roots.push(entry.path())
+                }
+                _ => {}
+            }
+        }
+    }
+    roots.sort();
+    roots
+}
+
 /// PATH without empty or relative entries: those name the current directory, which a model
 /// could fill with a `python3` of its own.
 fn absolute_path_entries(path: &str) -> String {
@@ -210,7 +249,7 @@ impl Sandbox {
     fn probe(&self) -> std::io::Result<Layers> {
         let jail = self.model_jail();
         let child = Command::new(std::env::current_exe()?)
-            .args(helper_args(&jail.writable, &self.limits, true, true))
+            .args(helper_args(&jail, &self.limits, true, true))
             .arg("--probe")
             .env_clear()
             .envs(jail.env)
@@ -233,6 +272,8 @@ impl Sandbox {
         Jail {
             cwd: self.work.clone(),
             writable,
+            hidden: Vec::new(),
+            shown: Vec::new(),
             env: sandbox_env(
                 std::env::vars(),
                 &private.join("home"),
@@ -240,6 +281,11 @@ impl Sandbox {
                 &[],
             ),
         }
+    }
+
+    /// The model's own HOME and TMPDIR live here.
+    pub fn private_dir(&self) -> &Path {
+        self.private.path()
     }
 
     /// The directories the user made writable on purpose.
@@ -292,7 +338,7 @@ impl Sandbox {
                 };
                 let mut c = Command::new(std::env::current_exe()?);
                 c.args(helper_args(
-                    &jail.writable,
+                    jail,
                     &limits,
                     layers.network.is_ok(),
                     layers.filesystem.is_ok(),
@@ -343,7 +389,8 @@ fn describe_layers(layers: &Layers) -> String {
         part(&layers.network, "no network (own loopback only)", "network"),
         part(
             &layers.filesystem,
-            "writes only in the work tree and a private temp dir (Landlock)",
+            "writes only in the work tree and a private temp dir, and tests cannot read the \
+             checkout or the model's files (Landlock)",
             "writes"
         ),
     )
@@ -369,12 +416,14 @@ mod tests {
 
     #[test]
     fn helper_args_state_the_whole_confinement() {
-        let args = helper_args(
-            &[PathBuf::from("/w"), PathBuf::from("/p")],
-            &Limits::default(),
-            true,
-            false,
-        );
+        let jail = Jail {
+            cwd: PathBuf::from("/w"),
+            writable: vec![PathBuf::from("/w"), PathBuf::from("/p")],
+            hidden: vec![PathBuf::from("/repo")],
+            shown: vec![PathBuf::from("/repo/.venv")],
+            env: vec![],
+        };
+        let args = helper_args(&jail, &Limits::default(), true, false);
         let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap()).collect();
         assert_eq!(
             args,
@@ -384,6 +433,10 @@ mod tests {
                 "/w",
                 "--write",
                 "/p",
+                "--hide",
+                "/repo",
+                "--show",
+                "/repo/.venv",
                 "--max-processes",
                 "512",
                 "--max-file-size",
@@ -424,9 +477,43 @@ mod tests {
         assert!(describe(None, &[]).starts_with("off (--sandbox off)"));
         assert_eq!(
             describe(Some(&full), &[PathBuf::from("/cache")]),
-            "no network (own loopback only); writes only in the work tree and a private temp dir \
-             (Landlock); processes NOT limited (no cgroup); also writable on request: /cache"
+            "no network (own loopback only); writes only in the work tree and a private temp dir, \
+             and tests cannot read the checkout or the model's files (Landlock); processes NOT \
+             limited (no cgroup); also writable on request: /cache"
         );
+    }
+
+    #[test]
+    fn hidden_paths_stay_unreadable_but_for_what_is_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for sub in [
+            "usr/bin",
+            "tmp/user/repo/.venv/bin",
+            "tmp/user/repo/src",
+            "tmp/other",
+        ] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        std::fs::write(root.join("tmp/user/notes.txt"), "").unwrap();
+        std::os::unix::fs::symlink(root.join("tmp/user/repo"), root.join("tmp/link")).unwrap();
+        let repo = root.join("tmp/user/repo");
+        let roots = readable_roots(&root, std::slice::from_ref(&repo), &[repo.join(".venv")]);
+        let shown: Vec<String> = roots
+            .iter()
+            .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                "tmp/other",
+                "tmp/user/notes.txt",
+                "tmp/user/repo/.venv",
+                "usr"
+            ],
+            "no link, no repository but its venv"
+        );
+        assert_eq!(readable_roots(&root, &[], &[]), vec![root.clone()]);
     }
 
     #[test]

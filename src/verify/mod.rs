@@ -39,6 +39,10 @@ pub struct Verifier<'a> {
     room: RefCell<CleanRoom>,
     runner_script: PathBuf,
     inventory: RefCell<Option<Inventory>>,
+    /// What the tests may not read: the user's checkout and git dir, the model's work tree
+    /// and private files; and the toolchain paths inside them they may.
+    hidden: Vec<PathBuf>,
+    shown: Vec<PathBuf>,
 }
 
 impl<'a> Verifier<'a> {
@@ -56,6 +60,18 @@ impl<'a> Verifier<'a> {
         let runner_script = room.root().join("agent_git_runner.py");
         std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
             .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;
+        let common_dir = workspace.objects_dir();
+        let hidden: Vec<PathBuf> = [
+            user_workdir,
+            common_dir.parent(),
+            Some(workspace.path()),
+            Some(sandbox.private_dir()),
+        ]
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
+        let shown = toolchain_paths(std::env::vars(), &hidden);
         Ok(Verifier {
             workspace,
             protection,
@@ -66,6 +82,8 @@ impl<'a> Verifier<'a> {
             room: RefCell::new(room),
             runner_script,
             inventory: RefCell::new(None),
+            hidden,
+            shown,
         })
     }
 
@@ -155,7 +173,7 @@ impl<'a> Verifier<'a> {
     ) -> Result<crate::sandbox::RawRun, VerifyError> {
         let cargo_target = room.cargo_target();
         let junit = dirs.results.join("junit.xml");
-        let extra = [
+        let mut extra = vec![
             ("PYTHONNOUSERSITE", "1".to_string()),
             ("CARGO_TARGET_DIR", cargo_target.display().to_string()),
             (
@@ -170,13 +188,27 @@ impl<'a> Verifier<'a> {
                 dirs.results.join("results.json").display().to_string(),
             ),
             ("npm_config_update_notifier", "false".to_string()),
-        ]
-        .map(|(k, v)| (k.to_string(), v));
+        ];
+        // A src layout installed in editable mode would import the user's checkout: the
+        // tree's own src comes first.
+        let src = room.path().join("src");
+        if src.is_dir() {
+            let inherited = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
+            let path = match inherited {
+                Some(p) => format!("{}:{p}", src.display()),
+                None => src.display().to_string(),
+            };
+            extra.push(("PYTHONPATH", path));
+        }
+        let extra: Vec<(String, String)> =
+            extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         let mut writable = vec![room.path().to_path_buf(), dirs.root.clone(), cargo_target];
         writable.extend(self.sandbox.allowed_writes().iter().cloned());
         let jail = Jail {
             cwd: room.path().to_path_buf(),
             writable,
+            hidden: self.hidden.clone(),
+            shown: self.shown.clone(),
             env: crate::sandbox::sandbox_env(std::env::vars(), &dirs.home, &dirs.tmp, &extra),
         };
         let label = self.plan.label.as_str();
@@ -199,6 +231,40 @@ impl<'a> Verifier<'a> {
             .replace(&format!("{}/", tree.display()), "")
             .replace(&tree.display().to_string(), ".")
     }
+}
+
+/// The toolchain directories inside hidden paths that tests still need: the entries of PATH
+/// and the VIRTUAL_ENV that lie in the user's checkout (a project's `.venv`, say). A PATH entry
+/// a level below the checkout's root is shown alone; deeper ones (`.venv/bin`) with their
+/// parent, which holds the rest of the toolchain.
+fn toolchain_paths(
+    vars: impl IntoIterator<Item = (String, String)>,
+    hidden: &[PathBuf],
+) -> Vec<PathBuf> {
+    let mut shown: Vec<PathBuf> = Vec::new();
+    for (name, value) in vars {
+        let entries: Vec<&str> = match name.as_str() {
+            "PATH" => value.split(':').collect(),
+            "VIRTUAL_ENV" => vec![value.as_str()],
+            _ => continue,
+        };
+        for entry in entries.into_iter().filter(|e| e.starts_with('/')) {
+            let Ok(path) = Path::new(entry).canonicalize() else {
+                continue;
+            };
+            let Some(inside) = hidden.iter().find(|h| path.starts_with(h) && path != **h) else {
+                continue;
+            };
+            let keep = match path.parent() {
+                Some(parent) if name == "PATH" && parent != inside.as_path() => parent,
+                _ => path.as_path(),
+            };
+            if !shown.iter().any(|s| keep.starts_with(s)) {
+                shown.push(keep.to_path_buf());
+            }
+        }
+    }
+    shown
 }
 
 /// The cases a runner wrote to its result files: pytest's JUnit XML or the built-in runner's
@@ -238,4 +304,40 @@ pub fn describe_for_model(result: &TestResult) -> String {
         text.push_str(&format!("\nOutput (last lines):\n{}", result.tail));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_venv_in_the_checkout_stays_visible_to_the_tests() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = dir.path().canonicalize().unwrap().join("repo");
+        for sub in [".venv/bin", "bin", "node_modules/.bin"] {
+            std::fs::create_dir_all(repo.join(sub)).unwrap();
+        }
+        let at = |sub: &str| repo.join(sub).display().to_string();
+        let vars = [
+            (
+                "PATH".to_string(),
+                format!(
+                    "{}:{}:/usr/bin:{}",
+                    at(".venv/bin"),
+                    at("bin"),
+                    at("node_modules/.bin")
+                ),
+            ),
+            ("VIRTUAL_ENV".to_string(), at(".venv")),
+            ("HOME".to_string(), at("")),
+        ];
+        assert_eq!(
+            toolchain_paths(vars, std::slice::from_ref(&repo)),
+            vec![
+                repo.join(".venv"),
+                repo.join("bin"),
+                repo.join("node_modules")
+            ]
+        );
+    }
 }
