@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use serde_json::json;
+use std::collections::BTreeSet;
 
 fn assert_setup_error(env: &TestEnv, repo: &std::path::Path, args: &[&str], message: &str) {
     let before = repo
@@ -250,4 +251,66 @@ fn a_test_command_that_hangs_is_killed_at_its_timeout() {
         "{report}"
     );
     assert_eq!(env.trailer(&repo, "agent/slow", "Agent-Tests"), "failed");
+}
+
+/// The flags of `agent-git fix --help`, and the codes of its exit-code table.
+fn help_contract(env: &TestEnv) -> (BTreeSet<String>, BTreeSet<String>) {
+    let out = env.agent(env.path(), &["fix", "--help"]);
+    assert_eq!(code(&out), 0);
+    let help = stdout(&out);
+    let flags = help
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("--"))
+        .filter_map(|l| l.split([' ', '<']).next())
+        .filter(|f| *f != "help")
+        .map(|f| format!("--{f}"))
+        .collect();
+    let codes = help
+        .split("Exit codes:")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+        .collect();
+    (flags, codes)
+}
+
+#[test]
+fn the_readme_and_help_name_the_same_options_and_exit_codes() {
+    let env = TestEnv::new();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table_rows = |heading: &str| -> Vec<String> {
+        let section = readme.split(heading).nth(1).unwrap();
+        section
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .map(|l| {
+                l.split('|')
+                    .nth(1)
+                    .unwrap()
+                    .trim()
+                    .trim_matches('`')
+                    .to_string()
+            })
+            .collect()
+    };
+    let readme_flags: BTreeSet<String> = table_rows("`agent-git fix [TASK] [OPTIONS]`")
+        .iter()
+        .map(|cell| cell.split([' ', '`']).next().unwrap().to_string())
+        .collect();
+    let readme_codes: BTreeSet<String> = table_rows("## Exit codes").into_iter().collect();
+    let (flags, codes) = help_contract(&env);
+    assert_eq!(
+        readme_flags, flags,
+        "the README's option table and `fix --help`"
+    );
+    assert_eq!(
+        readme_codes, codes,
+        "the README's exit codes and `fix --help`"
+    );
 }

@@ -34,8 +34,9 @@ pub struct FixArgs {
     /// AGENT_GIT_MODEL or git config agent-git.model.
     #[arg(long, value_name = "SPEC", env = "AGENT_GIT_MODEL")]
     pub model: Option<String>,
-    /// Shell command that runs the tests, in the run's work tree [default: git config
-    /// agent-git.testCmd, else detected from the repository's files].
+    /// Shell command that runs the tests, in the clean room: the branch's committed tree,
+    /// outside your checkout [default: git config agent-git.testCmd, else detected from the
+    /// repository's files].
     #[arg(long, value_name = "CMD")]
     pub test_cmd: Option<String>,
     /// Shell command run in the clean room before the first test run, and again only when the
@@ -88,8 +89,9 @@ pub struct FixArgs {
     #[arg(long)]
     pub print_system_prompt: bool,
     /// Confine commands and tests: no network, writes only in the work tree, limits on
-    /// processes, file size and CPU. `off` runs them unconfined (the report says so); only
-    /// this flag can turn it off, never a config file.
+    /// processes, file size and CPU; tests cannot read your checkout or the model's files.
+    /// `off` runs them unconfined (the report says so); only this flag can turn it off, never
+    /// a config file.
     #[arg(long, value_enum, default_value_t = SandboxFlag::On)]
     pub sandbox: SandboxFlag,
     /// Stop before the model is called when the tests already pass at the base, and keep no

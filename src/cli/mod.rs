@@ -8,11 +8,13 @@ use clap::{Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
 Exit codes:
-  0    the tests pass (or already passed, with --if-failing)
-  1    the run ended with tests failing: a budget (turns, cost) or stuck (report written)
+  0    passed: the final clean-room test run passes with every test of the inventory (also
+       after a budget stop), or the tests already passed (--if-failing)
+  1    tests still fail or vanished when a budget (turns, cost) or being stuck ends the run
   2    usage or setup error, before any branch exists
-  3    the model failed or refused (report written)
-  4    the harness failed after the branch was created (git or the test command)
+  3    the model failed or refused, and the tests still fail (report written)
+  4    the harness failed after the branch was created, or the test command cannot run at
+       all (the model is not called, no branch is kept)
   130  interrupted (Ctrl-C; report written)";
 
 #[derive(Debug, Parser)]
