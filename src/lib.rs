@@ -7,6 +7,7 @@ pub mod model;
 pub mod report;
 pub mod run;
 pub mod sandbox;
+pub mod secrets;
 pub mod settings;
 pub mod testrun;
 pub mod tools;

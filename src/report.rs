@@ -58,7 +58,7 @@ impl Report<'_> {
             n => format!(", {n} vanished"),
         };
         match self.tests.counts {
-            Some(c) => format!("{} passed, {} failed{vanished}", c.passed, c.failed),
+            Some(c) => format!("{}{vanished}", c.describe()),
             None if self.tests.passed => "passed".to_string(),
             None => format!("failed{vanished}"),
         }
@@ -215,7 +215,11 @@ impl Report<'_> {
             );
         }
         if !self.tests.vanished.is_empty() {
-            out.push("Vanished (ran before any change, did not run and pass now):".to_string());
+            out.push(
+                "Vanished (named before any change, or in a file that did not load then; not \
+                 run and passed now):"
+                    .to_string(),
+            );
             out.extend(
                 self.tests
                     .vanished
@@ -381,7 +385,7 @@ What was tried:
   [2] write tests/test_calc.py -> refused: protected
 
 Tests (python3 -m pytest -q): 3 passed, 1 failed, 1 vanished
-Vanished (ran before any change, did not run and pass now):
+Vanished (named before any change, or in a file that did not load then; not run and passed now):
   vanished: test_calc.py::test_sub
 Still failing:
   test_calc.py::test_add: assert -1 == 5

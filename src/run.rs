@@ -7,7 +7,7 @@ use crate::report::Report;
 use crate::sandbox::{Limits, Mode, Sandbox};
 use crate::testrun::TestPlan;
 use crate::tools::Registry;
-use crate::verify::{Verifier, Waiting};
+use crate::verify::{Unreadable, Verifier, Waiting};
 use crate::workspace::{BaseInfo, SetupError, Workspace};
 use git2::Repository;
 use serde_json::{json, Value};
@@ -29,6 +29,8 @@ pub struct RunPlan {
     pub system: String,
     pub keep_worktree: bool,
     pub transcript: Option<PathBuf>,
+    /// Files of the run the tests must not read (the recording of the model's replies).
+    pub private_files: Vec<PathBuf>,
     pub sandbox: Mode,
     /// Directories the sandbox leaves writable on the user's request.
     pub allow_write: Vec<PathBuf>,
@@ -156,8 +158,11 @@ fn run_in(
 ) -> Result<(RunResult, String), RunError> {
     let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
     let guard = Guard::new(workspace.path(), plan.protection.clone()).map_err(|e| harness(&e))?;
+    let helper = std::env::current_exe()
+        .map_err(|e| harness(&format!("cannot find agent-git's own binary: {e}")))?;
     let sandbox = Sandbox::start(
         plan.sandbox,
+        helper,
         guard.root(),
         Limits::default(),
         plan.allow_write.clone(),
@@ -171,7 +176,10 @@ fn run_in(
         &sandbox,
         interrupt,
         waiting,
-        plan.repo.workdir(),
+        Unreadable {
+            user_workdir: plan.repo.workdir(),
+            private_files: &plan.private_files,
+        },
     )
     .map_err(|e| harness(&format!("cannot set up the clean room: {e}")))?;
     let registry = Registry::builtin();

@@ -357,7 +357,7 @@ fn a_test_that_the_code_under_test_skips_has_vanished() {
     );
     assert_eq!(
         env.trailer(&repo, "agent/vanish", "Agent-Tests"),
-        "1 passed, 0 failed, 1 vanished"
+        "1 passed, 0 failed, 1 skipped, 1 vanished"
     );
     assert_ne!(
         env.trailer(&repo, "agent/vanish", "Agent-Outcome"),

@@ -238,6 +238,11 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         budget,
         system: SYSTEM_PROMPT.to_string(),
         keep_worktree: args.keep_worktree,
+        private_files: [&args.record, &args.transcript]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect(),
         transcript: args.transcript,
         only_if_failing: args.if_failing,
         sandbox: match args.sandbox {
@@ -419,5 +424,35 @@ mod tests {
         let a = new_run_id();
         assert_eq!(a.len(), 8);
         assert_ne!(a, new_run_id());
+    }
+
+    #[test]
+    fn a_running_test_is_shown_every_second_on_a_terminal_and_every_ten_elsewhere() {
+        let secs = |s: f64| Duration::from_secs_f64(s);
+        let shown = std::cell::Cell::new(Duration::ZERO);
+        let log: Vec<Option<String>> = [0.02, 9.9, 10.05, 15.0, 20.3]
+            .iter()
+            .map(|s| waiting_line("npm test", secs(*s), &shown, false))
+            .collect();
+        assert_eq!(
+            log,
+            vec![
+                None,
+                None,
+                Some("agent-git: tests still running (npm test): 10 s\n".into()),
+                None,
+                Some("agent-git: tests still running (npm test): 20 s\n".into()),
+            ]
+        );
+        // A new test run starts the count again.
+        assert_eq!(waiting_line("npm test", secs(0.1), &shown, false), None);
+        let tty = std::cell::Cell::new(Duration::ZERO);
+        assert_eq!(waiting_line("x", secs(0.5), &tty, true), None);
+        assert_eq!(
+            waiting_line("x", secs(1.2), &tty, true),
+            Some("\r\x1b[2Kagent-git: tests running (x): 1 s".into())
+        );
+        assert_eq!(waiting_line("x", secs(1.9), &tty, true), None);
+        assert!(waiting_line("x", secs(2.0), &tty, true).is_some());
     }
 }

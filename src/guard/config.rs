@@ -2,6 +2,7 @@
 //! `package.json`, `Cargo.toml`): the agent may change them, but not their test sections. A
 //! change is compared section by section, as the runner reads them; any other part is free.
 
+use super::source;
 use std::path::Path;
 
 /// The sections of a shared file that configure how tests are collected and run.
@@ -49,6 +50,9 @@ pub fn changed_test_sections(
     new: Option<&[u8]>,
 ) -> Option<String> {
     let name = path.file_name()?.to_str()?;
+    if name.ends_with(".rs") || name.ends_with(".py") {
+        return changed_inline_tests(path, old, new);
+    }
     let kind = sections_of(name)?;
     let read = |bytes: Option<&[u8]>| -> Result<Vec<Option<String>>, ()> {
         let Some(bytes) = bytes else {
@@ -72,6 +76,27 @@ pub fn changed_test_sections(
         _ => return Some(format!("{} (it no longer parses)", path.display())),
     };
     Some(format!("{} [{}]", path.display(), changed.join(", ")))
+}
+
+/// Names a source file whose tests inside it (Rust's test items and doc tests, Python's
+/// doctests) differ between two versions.
+fn changed_inline_tests(path: &Path, old: Option<&[u8]>, new: Option<&[u8]>) -> Option<String> {
+    let text = |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
+    let (old, new) = (text(old), text(new));
+    let (same, what) = if path.extension().is_some_and(|e| e == "rs") {
+        let same = match (source::rust_tests(&old), source::rust_tests(&new)) {
+            (Some(a), Some(b)) => a == b,
+            _ => source::rust_tests_by_text(&old) == source::rust_tests_by_text(&new),
+        };
+        (
+            same,
+            "its tests: #[cfg(test)] items, #[test] functions, doc tests",
+        )
+    } else {
+        let same = source::python_doctests(&old) == source::python_doctests(&new);
+        (same, "its doctests")
+    };
+    (!same).then(|| format!("{} [{what}]", path.display()))
 }
 
 impl Kind {
@@ -121,14 +146,16 @@ fn lookup_toml<'a>(root: &'a toml::Value, key: &[&str]) -> Option<&'a toml::Valu
 }
 
 /// The lines of every INI section named `name` (or `name:...`, as tox's `testenv:py311`),
-/// comments and blank lines dropped, names compared as the readers do (case-insensitively).
+/// comments and blank lines dropped, read as pytest's iniconfig reads them: a byte-order mark
+/// skipped, lines ended by `\n`, `\r\n` or a lone `\r`, a comment after a section header
+/// ignored; names compared without regard to case (stricter than the readers).
 fn ini_section(text: &str, name: &str) -> Option<String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut found: Option<String> = None;
     let mut inside = false;
-    for line in text.lines() {
+    for line in text.split(['\r', '\n']) {
         let trimmed = line.trim();
-        if let Some(header) = trimmed.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-            let header = header.trim().to_ascii_lowercase();
+        if let Some(header) = ini_header(trimmed) {
             inside = header == name || header.starts_with(&format!("{name}:"));
             if inside {
                 found
@@ -138,13 +165,22 @@ fn ini_section(text: &str, name: &str) -> Option<String> {
             continue;
         }
         if inside && !trimmed.is_empty() && !trimmed.starts_with(['#', ';']) {
-            found
-                .get_or_insert_with(String::new)
-                .push_str(line.trim_end());
-            found.get_or_insert_with(String::new).push('\n');
+            let section = found.get_or_insert_with(String::new);
+            section.push_str(line.trim_end());
+            section.push('\n');
         }
     }
     found
+}
+
+/// The name of a section header line (`[tool:pytest]  # options`), lower-cased.
+fn ini_header(line: &str) -> Option<String> {
+    if !line.starts_with('[') {
+        return None;
+    }
+    let real = line.split(['#', ';']).next().unwrap_or("").trim();
+    let name = real.strip_prefix('[')?.strip_suffix(']')?;
+    Some(name.trim().to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -203,6 +239,17 @@ mod tests {
         );
         let renamed = cfg.replace("name = calc", "name = calculator");
         assert_eq!(change("setup.cfg", Some(cfg), Some(&renamed)), None);
+        // Headers as iniconfig reads them: a trailing comment, a byte-order mark, lone `\r`.
+        let plugged = "[metadata]\nname = calc\n\n[tool:pytest] # options\naddopts = -p flip\n";
+        let bom = "\u{feff}[tool:pytest]\naddopts = -p flip\n";
+        let cr = "[metadata]\rname = calc\r[tool:pytest]\raddopts = -p flip\r";
+        for sneaky in [plugged, bom, cr] {
+            assert_eq!(
+                change("setup.cfg", None, Some(sneaky)),
+                Some("setup.cfg [tool:pytest]".into()),
+                "{sneaky:?}"
+            );
+        }
         let pkg = r#"{"name": "calc", "scripts": {"test": "node --test", "lint": "x"}}"#;
         let lint = r#"{"name": "calc", "scripts": {"test": "node --test", "lint": "y"}}"#;
         let cheat = r#"{"name": "calc", "scripts": {"test": "exit 0", "lint": "x"}}"#;

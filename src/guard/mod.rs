@@ -5,6 +5,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::path::{Component, Path, PathBuf};
 
 mod config;
+mod source;
 
 pub use config::changed_test_sections;
 
@@ -58,6 +59,8 @@ pub const DEFAULT_RUNNER_CONFIG: &[&str] = &[
     ".nvmrc",
     ".node-version",
     ".tool-versions",
+    // How git writes the files the tests read (eol, filters) and what an export holds.
+    ".gitattributes",
     ".agentgit",
 ];
 
@@ -79,6 +82,10 @@ pub const DEFAULT_SHADOWS: &[&str] = &[
     "*.pth",
     "__pycache__/",
     "*.pyc",
+    // Package metadata on sys.path registers plugins (pytest11 entry points) and paths.
+    "*.dist-info/",
+    "*.egg-info/",
+    "*.egg-link",
     "node_modules/",
 ];
 
@@ -319,6 +326,10 @@ mod tests {
             "web/add-test.mjs",
             ".cargo/config.toml",
             "pyproject/x/conftest.py",
+            ".gitattributes",
+            "testdata/.gitattributes",
+            "flipper-1.0.dist-info/entry_points.txt",
+            "calc.egg-info/PKG-INFO",
         ] {
             assert!(
                 p.is_protected(Path::new(path)),

@@ -106,8 +106,7 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
             Ok(Box::new(ReplayModel::from_file(path)?))
         }
         ModelSpec::Anthropic(_) | ModelSpec::OpenAi(_) => {
-            let provider =
-                provider_for(spec, options.max_tokens, &|name| std::env::var(name).ok())?;
+            let provider = provider_for(spec, options.max_tokens, &crate::secrets::var)?;
             let recorder =
                 match &options.record {
                     Some(path) => Some(Recorder::create(path, provider.as_ref()).map_err(|e| {

@@ -268,6 +268,24 @@ fn confine_files(
     }
 }
 
+/// Gives up every capability, for good: the command runs as a plain user even where agent-git
+/// runs as root, so it cannot make a file immutable, set the clock, mount, or read another
+/// process's memory. Dropped from the bounding set too, so no exec brings them back. A process
+/// that holds none to begin with has nothing to drop.
+fn drop_capabilities() {
+    use rustix::thread::{CapabilitySet, CapabilitySets};
+    for capability in CapabilitySet::all().iter() {
+        let _ = rustix::thread::remove_capability_from_bounding_set(capability);
+    }
+    let _ = rustix::thread::clear_ambient_capability_set();
+    let none = CapabilitySets {
+        effective: CapabilitySet::empty(),
+        permitted: CapabilitySet::empty(),
+        inheritable: CapabilitySet::empty(),
+    };
+    let _ = rustix::thread::set_capabilities(None, none);
+}
+
 /// Runs the command as pid 1 of a new PID namespace: when it dies, the kernel kills every
 /// process it left behind, however it detached them.
 fn run_as_namespace_init(command: &[OsString]) -> i32 {
@@ -281,6 +299,7 @@ fn run_as_namespace_init(command: &[OsString]) -> i32 {
         eprintln!("agent-git sandbox: cannot create a PID namespace: {e}");
         return SANDBOX_FAILED;
     }
+    drop_capabilities();
     match std::process::Command::new(program).args(rest).status() {
         Ok(status) => {
             use std::os::unix::process::ExitStatusExt;

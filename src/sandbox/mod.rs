@@ -96,6 +96,8 @@ pub struct Jail {
 
 pub struct Sandbox {
     mode: Mode,
+    /// The agent-git binary whose `sandbox-exec` confines each command.
+    helper: PathBuf,
     work: PathBuf,
     private: tempfile::TempDir,
     layers: Option<Layers>,
@@ -220,9 +222,11 @@ fn absolute_path_entries(path: &str) -> String {
 
 impl Sandbox {
     /// Makes the private HOME and TMPDIR of the model's commands and, when on, probes which
-    /// layers hold here.
+    /// layers hold here. `helper` is the agent-git binary (`std::env::current_exe()` when this
+    /// process is agent-git itself).
     pub fn start(
         mode: Mode,
+        helper: PathBuf,
         work: &Path,
         limits: Limits,
         allow_write: Vec<PathBuf>,
@@ -234,6 +238,7 @@ impl Sandbox {
         std::fs::create_dir(private.path().join("tmp"))?;
         let mut sandbox = Sandbox {
             mode,
+            helper,
             work: work.to_path_buf(),
             private,
             layers: None,
@@ -248,7 +253,7 @@ impl Sandbox {
 
     fn probe(&self) -> std::io::Result<Layers> {
         let jail = self.model_jail();
-        let child = Command::new(std::env::current_exe()?)
+        let child = Command::new(&self.helper)
             .args(helper_args(&jail, &self.limits, true, true))
             .arg("--probe")
             .env_clear()
@@ -336,7 +341,7 @@ impl Sandbox {
                     cpu_seconds,
                     ..self.limits
                 };
-                let mut c = Command::new(std::env::current_exe()?);
+                let mut c = Command::new(&self.helper);
                 c.args(helper_args(
                     jail,
                     &limits,

@@ -8,21 +8,25 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inventory {
     tests: BTreeMap<String, Status>,
+    /// Files or modules that could not even be collected: their tests are unknown, so a skip
+    /// of one of them later cannot be told from a dodge.
+    uncollected: Vec<String>,
 }
 
 impl Inventory {
-    /// The inventory of a run before any change; None when it named no tests.
+    /// The inventory of a run before any change; None when it named nothing.
     pub fn of(baseline: &TestResult) -> Option<Self> {
         let cases = baseline.cases.as_ref()?;
-        let tests: BTreeMap<String, Status> = cases
-            .iter()
-            // A file that could not even be collected names no test of its own.
-            .filter(|c| c.status != Status::Error)
-            .map(|c| (c.name.clone(), c.status))
-            .collect();
-        (!tests.is_empty()).then_some(Inventory { tests })
+        let (errors, tests): (Vec<&Case>, Vec<&Case>) =
+            cases.iter().partition(|c| c.status == Status::Error);
+        let inventory = Inventory {
+            tests: tests.iter().map(|c| (c.name.clone(), c.status)).collect(),
+            uncollected: errors.iter().map(|c| c.name.clone()).collect(),
+        };
+        (!inventory.tests.is_empty() || !inventory.uncollected.is_empty()).then_some(inventory)
     }
 
+    /// How many tests it holds.
     pub fn len(&self) -> usize {
         self.tests.len()
     }
@@ -31,12 +35,23 @@ impl Inventory {
         self.tests.is_empty()
     }
 
-    /// The tests of the inventory that `cases` lacks, or shows skipped where they ran before.
-    /// A test that ran and failed is not vanished: it is failing.
+    /// Whether `name` is a test of a file that could not be collected before any change
+    /// (`path::test` for pytest and the built-in runner, `module.Class.test` for unittest).
+    fn in_uncollected(&self, name: &str) -> bool {
+        self.uncollected.iter().any(|file| {
+            let module = file.trim_end_matches(".py").replace('/', ".");
+            name.starts_with(&format!("{file}::")) || name.starts_with(&format!("{module}."))
+        })
+    }
+
+    /// The tests of the inventory that `cases` lacks, or shows skipped where they ran before,
+    /// and the skipped tests of files that could not be collected before any change. A test
+    /// that ran and failed is not vanished: it is failing.
     pub fn vanished(&self, cases: &[Case]) -> Vec<String> {
         let now: BTreeMap<&str, Status> =
             cases.iter().map(|c| (c.name.as_str(), c.status)).collect();
-        self.tests
+        let mut gone: Vec<String> = self
+            .tests
             .iter()
             .filter(|(name, before)| match now.get(name.as_str()) {
                 None | Some(Status::Error) => true,
@@ -44,7 +59,15 @@ impl Inventory {
                 Some(Status::Passed | Status::Failed) => false,
             })
             .map(|(name, _)| name.clone())
-            .collect()
+            .collect();
+        gone.extend(
+            cases
+                .iter()
+                .filter(|c| c.status == Status::Skipped && !self.tests.contains_key(&c.name))
+                .filter(|c| self.in_uncollected(&c.name))
+                .map(|c| c.name.clone()),
+        );
+        gone
     }
 
     /// Holds a result to the inventory: what vanished is named, and the verdict is no longer
@@ -54,6 +77,7 @@ impl Inventory {
             result.exit_code_only = true;
             return;
         };
+        result.exit_code_only = inventory.is_empty();
         if !result.ran || result.timed_out_after.is_some() || result.interrupted {
             return;
         }
@@ -141,6 +165,20 @@ mod tests {
         Inventory::check(Some(&inventory), &mut skipped);
         assert_eq!(skipped.vanished, vec!["t.py::test_add"]);
 
+        // A test of a file that did not even load before any change may not be skipped now.
+        let mut dodged = result(
+            Some(vec![
+                case("t.py::test_add", Status::Passed),
+                case("t.py::test_mul", Status::Passed),
+                case("t.py::test_win", Status::Skipped),
+                case("broken.py::test_x", Status::Skipped),
+                case("broken.py::test_y", Status::Passed),
+            ]),
+            0,
+        );
+        Inventory::check(Some(&inventory), &mut dodged);
+        assert_eq!(dodged.vanished, vec!["broken.py::test_x"]);
+
         let mut nameless = result(None, 0);
         Inventory::check(Some(&inventory), &mut nameless);
         assert!(!nameless.passed, "no names now, three before: all vanished");
@@ -151,6 +189,18 @@ mod tests {
     fn without_names_before_any_change_the_exit_code_decides_and_says_so() {
         assert_eq!(Inventory::of(&result(None, 1)), None);
         assert_eq!(Inventory::of(&result(Some(vec![]), 1)), None);
+        let broken = result(Some(vec![case("tests/test_calc.py", Status::Error)]), 2);
+        let inventory = Inventory::of(&broken).unwrap();
+        assert!(inventory.is_empty());
+        let mut skipped = result(
+            Some(vec![case("tests.test_calc.T.test_add", Status::Skipped)]),
+            0,
+        );
+        Inventory::check(Some(&inventory), &mut skipped);
+        assert!(
+            !skipped.passed,
+            "a skip in a file that did not load is no pass"
+        );
         let mut later = result(None, 0);
         Inventory::check(None, &mut later);
         assert!(later.passed);

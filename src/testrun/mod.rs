@@ -230,7 +230,8 @@ impl Counts {
         }
     }
 
-    fn describe(&self) -> String {
+    /// `3 passed, 1 failed`, with `, 2 skipped` when any were.
+    pub fn describe(&self) -> String {
         let mut line = format!("{} passed, {} failed", self.passed, self.failed);
         if self.skipped > 0 {
             line.push_str(&format!(", {} skipped", self.skipped));

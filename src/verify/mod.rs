@@ -6,8 +6,8 @@
 use crate::guard::Protection;
 use crate::sandbox::{Jail, Sandbox};
 use crate::testrun::{
-    cases_from_junit, cases_from_results_json, Case, Ended, Inventory, TestPlan, TestResult,
-    BUILTIN_PYTHON_RUNNER,
+    cases_from_junit, cases_from_results_json, Case, Ended, Inventory, Runner, TestCommand,
+    TestPlan, TestResult, BUILTIN_PYTHON_RUNNER,
 };
 use crate::workspace::{CleanRoom, RunDirs, Workspace, WorkspaceError};
 use std::cell::RefCell;
@@ -24,6 +24,22 @@ pub enum VerifyError {
         command: String,
         source: std::io::Error,
     },
+}
+
+/// What the tests may not read besides the run's own work tree and files: the user's checkout,
+/// and files of the run such as the recording of the model's replies.
+pub struct Unreadable<'p> {
+    pub user_workdir: Option<&'p Path>,
+    pub private_files: &'p [PathBuf],
+}
+
+/// Which build cache a test run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cache {
+    /// The one kept from run to run: fast, but earlier test runs could write to it.
+    Shared,
+    /// An empty one, to confirm a pass.
+    Fresh,
 }
 
 /// Hears how long a test run has been going, while it goes (the CLI shows it on stderr).
@@ -46,7 +62,8 @@ pub struct Verifier<'a> {
 }
 
 impl<'a> Verifier<'a> {
-    /// Makes the clean room (outside `user_workdir`) and puts the built-in runner beside it.
+    /// Makes the clean room (outside the user's checkout) and puts the built-in runner beside
+    /// it.
     pub fn new(
         workspace: &'a Workspace,
         protection: &'a Protection,
@@ -54,8 +71,12 @@ impl<'a> Verifier<'a> {
         sandbox: &'a Sandbox,
         interrupt: &'a AtomicBool,
         waiting: Waiting<'a>,
-        user_workdir: Option<&Path>,
+        unreadable: Unreadable,
     ) -> Result<Self, VerifyError> {
+        let Unreadable {
+            user_workdir,
+            private_files,
+        } = unreadable;
         let room = CleanRoom::create(&workspace.objects_dir(), user_workdir)?;
         let runner_script = room.root().join("agent_git_runner.py");
         std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
@@ -69,6 +90,7 @@ impl<'a> Verifier<'a> {
         ]
         .into_iter()
         .flatten()
+        .chain(private_files.iter().map(PathBuf::as_path))
         .filter_map(|p| p.canonicalize().ok())
         .collect();
         let shown = toolchain_paths(std::env::vars(), &hidden);
@@ -91,7 +113,7 @@ impl<'a> Verifier<'a> {
     pub fn baseline(&self) -> Result<TestResult, VerifyError> {
         let mut result = self.test()?;
         let inventory = Inventory::of(&result);
-        result.exit_code_only = inventory.is_none();
+        result.exit_code_only = inventory.as_ref().is_none_or(Inventory::is_empty);
         *self.inventory.borrow_mut() = inventory;
         Ok(result)
     }
@@ -108,7 +130,25 @@ impl<'a> Verifier<'a> {
         self.inventory.borrow().as_ref().map_or(0, Inventory::len)
     }
 
+    /// One test run, and for a pass that used a build cache earlier runs could write, one
+    /// more from scratch: that is the one that counts.
     fn test(&self) -> Result<TestResult, VerifyError> {
+        let result = self.test_once(Cache::Shared)?;
+        let cached = self.uses_build_cache() && self.room.borrow().cache_was_written();
+        if result.passed && cached {
+            let confirmed = self.test_once(Cache::Fresh)?;
+            self.room.borrow_mut().adopt_fresh_cache()?;
+            return Ok(confirmed);
+        }
+        Ok(result)
+    }
+
+    /// Whether the test command may build into `CARGO_TARGET_DIR`.
+    fn uses_build_cache(&self) -> bool {
+        matches!(self.plan.runner, Runner::Cargo | Runner::Other)
+    }
+
+    fn test_once(&self, cache: Cache) -> Result<TestResult, VerifyError> {
         let tree = self.workspace.verification_tree(self.protection)?;
         let mut room = self.room.borrow_mut();
         room.reset_to(tree)?;
@@ -119,9 +159,17 @@ impl<'a> Verifier<'a> {
                 }
             }
         }
+        let cache_dir = match cache {
+            _ if !self.uses_build_cache() => None,
+            Cache::Shared => Some(room.cargo_target()),
+            Cache::Fresh => Some(room.fresh_cargo_target()?),
+        };
         let dirs = room.run_dirs()?;
         let command = self.plan.command_line(&self.runner_script);
-        let raw = self.confined(&room, &dirs, &command, self.plan.timeout)?;
+        let raw = self.confined(&room, &dirs, &command, cache_dir.as_deref())?;
+        if cache == Cache::Shared && cache_dir.is_some() {
+            room.note_cache_written();
+        }
         let cases = read_result_files(&dirs.results);
         let output = self.plain_paths(&raw.output, room.path());
         let ended = Ended {
@@ -143,7 +191,7 @@ impl<'a> Verifier<'a> {
     ) -> Result<Option<TestResult>, VerifyError> {
         room.clear_setup()?;
         let dirs = room.run_dirs()?;
-        let raw = self.confined(room, &dirs, setup, self.plan.timeout)?;
+        let raw = self.confined(room, &dirs, setup, None)?;
         let _ = dirs.remove();
         if raw.exit_code == Some(0) {
             room.record_setup(tree)?;
@@ -163,46 +211,38 @@ impl<'a> Verifier<'a> {
     }
 
     /// `command` in the clean room: writes only there, in this run's own HOME, TMPDIR and
-    /// results, the harness's build cache and what the user allowed.
+    /// results, the build cache if the runner uses one, and what the user allowed. Only the
+    /// variables the runner needs are set: code under test should find as little as possible
+    /// that tells it apart from a plain checkout.
     fn confined(
         &self,
         room: &CleanRoom,
         dirs: &RunDirs,
         command: &str,
-        timeout: Duration,
+        cache: Option<&Path>,
     ) -> Result<crate::sandbox::RawRun, VerifyError> {
-        let cargo_target = room.cargo_target();
-        let junit = dirs.results.join("junit.xml");
-        let mut extra = vec![
-            ("PYTHONNOUSERSITE", "1".to_string()),
-            ("CARGO_TARGET_DIR", cargo_target.display().to_string()),
-            (
-                "PYTEST_ADDOPTS",
-                format!(
-                    "-p no:cacheprovider --continue-on-collection-errors --junitxml={} -o junit_family=xunit1",
-                    junit.display()
-                ),
-            ),
-            (
-                "AGENT_GIT_RESULTS",
-                dirs.results.join("results.json").display().to_string(),
-            ),
-            ("npm_config_update_notifier", "false".to_string()),
-        ];
-        // A src layout installed in editable mode would import the user's checkout: the
-        // tree's own src comes first.
-        let src = room.path().join("src");
-        if src.is_dir() {
-            let inherited = std::env::var("PYTHONPATH").ok().filter(|p| !p.is_empty());
-            let path = match inherited {
-                Some(p) => format!("{}:{p}", src.display()),
-                None => src.display().to_string(),
-            };
-            extra.push(("PYTHONPATH", path));
+        let mut extra = vec![("PYTHONNOUSERSITE".to_string(), "1".to_string())];
+        let mut writable = vec![room.path().to_path_buf(), dirs.root.clone()];
+        if let Some(cache) = cache {
+            extra.push(("CARGO_TARGET_DIR".into(), cache.display().to_string()));
+            writable.push(cache.to_path_buf());
         }
-        let extra: Vec<(String, String)> =
-            extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        let mut writable = vec![room.path().to_path_buf(), dirs.root.clone(), cargo_target];
+        if matches!(self.plan.runner, Runner::Pytest | Runner::Other) {
+            let junit = dirs.results.join("junit.xml");
+            let options = format!(
+                "-p no:cacheprovider --continue-on-collection-errors --junitxml={} \
+                 -o junit_family=xunit1",
+                junit.display()
+            );
+            extra.push(("PYTEST_ADDOPTS".into(), options));
+        }
+        if let TestCommand::BuiltinPython { .. } = self.plan.command {
+            let results = dirs.results.join("results.json");
+            extra.push(("AGENT_GIT_RESULTS".into(), results.display().to_string()));
+        }
+        if matches!(self.plan.runner, Runner::Node | Runner::Other) {
+            extra.push(("npm_config_update_notifier".into(), "false".into()));
+        }
         writable.extend(self.sandbox.allowed_writes().iter().cloned());
         let jail = Jail {
             cwd: room.path().to_path_buf(),
@@ -214,7 +254,13 @@ impl<'a> Verifier<'a> {
         let label = self.plan.label.as_str();
         let mut waiting = |elapsed: Duration| (self.waiting)(label, elapsed);
         self.sandbox
-            .run(&jail, command, timeout, self.interrupt, &mut waiting)
+            .run(
+                &jail,
+                command,
+                self.plan.timeout,
+                self.interrupt,
+                &mut waiting,
+            )
             .map_err(|source| VerifyError::Start {
                 command: self.plan.label.clone(),
                 source,

@@ -5,7 +5,7 @@
 //! model's commands wrote can be in it: they run in the work tree, and the clean room is reset
 //! to a committed tree before each run.
 
-use super::{remove_entry, WorkspaceError};
+use super::{remove_entry, WorkspaceError, AGENT_EMAIL, AGENT_NAME as AGENT};
 use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository, Status, StatusOptions};
 use std::collections::BTreeSet;
@@ -49,6 +49,8 @@ pub struct CleanRoom {
     /// The setup inputs and the stat data of its outputs when it last ran.
     setup_state: Option<(u64, u64)>,
     runs: u32,
+    /// Whether a test run has built into the shared build cache since it was last fresh.
+    cache_written: bool,
 }
 
 /// The private directories of one test run: a fresh HOME, TMPDIR and a place for results.
@@ -115,6 +117,7 @@ impl CleanRoom {
             setup_outputs: BTreeSet::new(),
             setup_state: None,
             runs: 0,
+            cache_written: false,
         })
     }
 
@@ -132,14 +135,22 @@ impl CleanRoom {
     /// but what the setup command made. Anything a test run planted is removed before any file
     /// is written, so no write follows a link it left.
     pub fn reset_to(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
+        // git's status never reports the tree's own `.git`: whatever a test run left there
+        // goes first.
+        let planted_git = self.tree.join(".git");
+        let mut dirty = std::fs::symlink_metadata(&planted_git).is_ok();
+        remove_entry(&planted_git)?;
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .include_ignored(true)
             .recurse_untracked_dirs(false)
             .recurse_ignored_dirs(false)
-            .exclude_submodules(true);
+            .exclude_submodules(true)
+            .show(git2::StatusShow::Workdir)
+            // Files checked out in the same second as the index are "racy": without fresh
+            // stat data in the index, every later status would read and hash them all.
+            .update_index(true);
         let statuses = self.repo.statuses(Some(&mut opts))?;
-        let mut dirty = false;
         for entry in statuses.iter() {
             let status = entry.status();
             let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
@@ -149,9 +160,9 @@ impl CleanRoom {
                 continue;
             }
             dirty = true;
-            if planted || status.contains(Status::WT_TYPECHANGE) {
-                remove_entry(&self.tree.join(rel))?;
-            }
+            // A changed file goes too: the checkout then writes it anew, whatever its stat
+            // data now claims (a test run can set an old mtime on a file it rewrote).
+            remove_entry(&self.tree.join(rel))?;
         }
         if !dirty && self.current == Some(tree) {
             return Ok(());
@@ -164,6 +175,14 @@ impl CleanRoom {
             .remove_ignored(false);
         self.repo
             .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        // HEAD names what is checked out: the next checkout then writes only what differs
+        // from it (and what a test run changed), not every file.
+        let when = git2::Time::new(0, 0);
+        let signature = git2::Signature::new(AGENT, AGENT_EMAIL, &when)?;
+        let commit = self
+            .repo
+            .commit(None, &signature, &signature, "clean room", &target, &[])?;
+        self.repo.set_head_detached(commit)?;
         self.current = Some(tree);
         Ok(())
     }
@@ -171,6 +190,34 @@ impl CleanRoom {
     /// The build cache of the test runs (`CARGO_TARGET_DIR`): the harness's, not the model's.
     pub fn cargo_target(&self) -> PathBuf {
         self.root().join("cargo-target")
+    }
+
+    /// An empty build cache beside the shared one, for a run that must not read what earlier
+    /// runs wrote.
+    pub fn fresh_cargo_target(&self) -> Result<PathBuf, WorkspaceError> {
+        let fresh = self.root().join("cargo-target-fresh");
+        remove_entry(&fresh)?;
+        std::fs::create_dir(&fresh).map_err(|e| WorkspaceError::io("create", &fresh, e))?;
+        Ok(fresh)
+    }
+
+    /// The fresh cache becomes the shared one (its test run wrote to it as well, so a later
+    /// pass is confirmed again).
+    pub fn adopt_fresh_cache(&mut self) -> Result<(), WorkspaceError> {
+        let shared = self.cargo_target();
+        let fresh = self.root().join("cargo-target-fresh");
+        remove_entry(&shared)?;
+        std::fs::rename(&fresh, &shared).map_err(|e| WorkspaceError::io("keep", &fresh, e))?;
+        self.cache_written = true;
+        Ok(())
+    }
+
+    pub fn note_cache_written(&mut self) {
+        self.cache_written = true;
+    }
+
+    pub fn cache_was_written(&self) -> bool {
+        self.cache_written
     }
 
     /// Fresh, empty private directories for the next test run.
@@ -321,6 +368,8 @@ mod tests {
         std::fs::create_dir_all(root.join("__pycache__")).unwrap();
         std::fs::write(root.join("__pycache__/calc.pyc"), "stale").unwrap();
         std::fs::write(root.join("usercustomize.py"), "x").unwrap();
+        std::fs::create_dir(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/impl.py"), "add = 1").unwrap();
         let calc = root.join("calc.py");
         let mtime = std::fs::metadata(&calc).unwrap().modified().unwrap();
         std::fs::write(&calc, "def add(a, b):\n    return a + b\n").unwrap();
@@ -340,7 +389,7 @@ mod tests {
             .unwrap()
             .file_type()
             .is_symlink());
-        for gone in ["build", "__pycache__", "usercustomize.py"] {
+        for gone in ["build", "__pycache__", "usercustomize.py", ".git"] {
             assert!(!root.join(gone).exists(), "{gone} survived the reset");
         }
         assert_eq!(

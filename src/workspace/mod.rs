@@ -206,7 +206,7 @@ impl Workspace {
             let refusal = if meta.file_type().is_symlink() {
                 let target = std::fs::read_link(&full)
                     .map_err(|e| WorkspaceError::io("read the link", &full, e))?;
-                link_escapes(rel, &target).then(|| {
+                self.link_leaves_tree(rel, &target).then(|| {
                     format!(
                         "it is a symbolic link to {}, outside the repository, which would \
                          not exist where others check the branch out",
@@ -235,6 +235,24 @@ impl Workspace {
             }
         }
         Ok(dropped)
+    }
+
+    /// Whether a link at `rel` leads outside the work tree or into `.git`: by its text, and,
+    /// when the text climbs (`..`), by where it really resolves now, since a link above it
+    /// may move the climb elsewhere (`up -> a/s/../..` with `a/s -> ../b`). A climbing link
+    /// that resolves nowhere cannot be checked, so it counts as leaving.
+    fn link_leaves_tree(&self, rel: &Path, target: &Path) -> bool {
+        if link_escapes(rel, target) {
+            return true;
+        }
+        if !target.components().any(|c| c == Component::ParentDir) {
+            return false;
+        }
+        let root = self.worktree_path.canonicalize().unwrap_or_default();
+        match self.worktree_path.join(rel).canonicalize() {
+            Ok(real) => !real.starts_with(&root) || real.starts_with(root.join(".git")),
+            Err(_) => true,
+        }
     }
 
     /// Puts one path back as the branch has it (or removes it, if the branch has none).

@@ -1,0 +1,239 @@
+//! Tests that live inside source files rather than beside them: Rust's `#[cfg(test)]` modules,
+//! `#[test]` functions and doc tests, and Python's doctests. The code around them may change;
+//! they may not.
+
+use quote::ToTokens;
+use syn::visit::Visit;
+
+/// The tests of a Rust source file, in order: every item under `#[cfg(test)]` (or any `cfg`
+/// that names `test`), every `#[test]`-like function (`#[tokio::test]` too), and every fenced
+/// code block of a doc comment. None when the file does not parse.
+pub fn rust_tests(text: &str) -> Option<Vec<String>> {
+    let file = syn::parse_file(text).ok()?;
+    let mut found = RustTests::default();
+    found.visit_file(&file);
+    let mut tests = found.items;
+    tests.extend(
+        fenced_blocks(&found.docs)
+            .into_iter()
+            .map(|b| format!("doc: {b}")),
+    );
+    Some(tests)
+}
+
+/// The same for a file that does not parse, by its text: everything from the first
+/// `#[cfg(test)]` on, and the code blocks of its doc comments. Coarser, but a file whose code
+/// does not compile yet (the bug to fix, say) still has tests that must not change.
+pub fn rust_tests_by_text(text: &str) -> Vec<String> {
+    let mut tests: Vec<String> = Vec::new();
+    if let Some(start) = text.find("#[cfg(test)]") {
+        tests.push(text[start..].trim_end().to_string());
+    }
+    let docs: String = text
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            l.strip_prefix("///").or_else(|| l.strip_prefix("//!"))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    tests.extend(
+        fenced_blocks(&docs)
+            .into_iter()
+            .map(|b| format!("doc: {b}")),
+    );
+    tests
+}
+
+#[derive(Default)]
+struct RustTests {
+    items: Vec<String>,
+    docs: String,
+}
+
+impl<'ast> Visit<'ast> for RustTests {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        if attrs_of(item).iter().any(is_test_attr) {
+            self.items.push(item.to_token_stream().to_string());
+            return;
+        }
+        syn::visit::visit_item(self, item);
+    }
+
+    fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
+        if !attr.path().is_ident("doc") {
+            return;
+        }
+        if let syn::Meta::NameValue(pair) = &attr.meta {
+            if let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) = &pair.value
+            {
+                self.docs.push_str(&text.value());
+                self.docs.push('\n');
+            }
+        }
+    }
+}
+
+fn attrs_of(item: &syn::Item) -> &[syn::Attribute] {
+    use syn::Item;
+    match item {
+        Item::Const(i) => &i.attrs,
+        Item::Enum(i) => &i.attrs,
+        Item::ExternCrate(i) => &i.attrs,
+        Item::Fn(i) => &i.attrs,
+        Item::ForeignMod(i) => &i.attrs,
+        Item::Impl(i) => &i.attrs,
+        Item::Macro(i) => &i.attrs,
+        Item::Mod(i) => &i.attrs,
+        Item::Static(i) => &i.attrs,
+        Item::Struct(i) => &i.attrs,
+        Item::Trait(i) => &i.attrs,
+        Item::TraitAlias(i) => &i.attrs,
+        Item::Type(i) => &i.attrs,
+        Item::Union(i) => &i.attrs,
+        Item::Use(i) => &i.attrs,
+        _ => &[],
+    }
+}
+
+/// `#[test]`, `#[tokio::test]`, `#[cfg(test)]`, `#[cfg(all(test, unix))]`,
+/// `#[cfg_attr(test, ...)]`.
+fn is_test_attr(attr: &syn::Attribute) -> bool {
+    let path = attr.path();
+    if path.segments.last().is_some_and(|s| s.ident == "test") {
+        return true;
+    }
+    if !(path.is_ident("cfg") || path.is_ident("cfg_attr")) {
+        return false;
+    }
+    let tokens = attr.meta.to_token_stream().to_string();
+    tokens
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .any(|word| word == "test")
+}
+
+/// The fenced code blocks of doc text, each as its trimmed lines.
+fn fenced_blocks(docs: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in docs.lines().map(str::trim) {
+        if line.starts_with("```") {
+            match current.take() {
+                Some(block) => blocks.push(block),
+                None => current = Some(String::new()),
+            }
+            continue;
+        }
+        if let Some(block) = current.as_mut() {
+            block.push_str(line);
+            block.push('\n');
+        }
+    }
+    blocks
+}
+
+/// The doctest examples of a Python file: each `>>>` example with its continuation lines and
+/// the output it expects, as trimmed lines.
+pub fn python_doctests(text: &str) -> Vec<String> {
+    let mut examples = Vec::new();
+    let mut current: Option<String> = None;
+    for line in text.lines().map(str::trim) {
+        let ends = line.is_empty() || line.starts_with("\"\"\"") || line.starts_with("'''");
+        if line.starts_with(">>>") {
+            if let Some(example) = current.take() {
+                examples.push(example);
+            }
+            current = Some(format!("{line}\n"));
+        } else if ends {
+            examples.extend(current.take());
+        } else if let Some(example) = current.as_mut() {
+            example.push_str(line);
+            example.push('\n');
+        }
+    }
+    examples.extend(current);
+    examples
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIB: &str = r#"
+//! Adding.
+
+/// Adds.
+///
+/// ```
+/// assert_eq!(calc::add(2, 3), 5);
+/// ```
+pub fn add(a: i32, b: i32) -> i32 {
+    a - b
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn adds() {
+        assert_eq!(super::add(2, 3), 5);
+    }
+}
+"#;
+
+    #[test]
+    fn rust_tests_are_the_test_items_and_doc_blocks() {
+        let tests = rust_tests(LIB).unwrap();
+        assert_eq!(tests.len(), 2);
+        assert!(
+            tests[0].starts_with("# [cfg (test)] mod tests"),
+            "{}",
+            tests[0]
+        );
+        assert_eq!(tests[1], "doc: assert_eq!(calc::add(2, 3), 5);\n");
+
+        let fixed = LIB.replace("    a - b", "    // fixed\n    a + b");
+        assert_eq!(
+            rust_tests(&fixed),
+            Some(tests.clone()),
+            "the code may change"
+        );
+        let cheat = LIB.replace("super::add(2, 3), 5", "super::add(2, 3), -1");
+        assert_ne!(rust_tests(&cheat), Some(tests.clone()));
+        let doc_cheat = LIB.replace("calc::add(2, 3), 5", "calc::add(2, 3), -1");
+        assert_ne!(rust_tests(&doc_cheat), Some(tests.clone()));
+        let async_test = "#[tokio::test]\nasync fn t() { assert!(true) }\n";
+        assert_eq!(rust_tests(async_test).unwrap().len(), 1);
+        assert_eq!(rust_tests("fn broken( {"), None);
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_keeps_its_tests_by_text() {
+        let broken = LIB.replace(
+            "pub fn add(a: i32, b: i32) -> i32 {",
+            "pub fn add(a: i32, b: i32 -> i32 {",
+        );
+        let tests = rust_tests_by_text(&broken);
+        assert_eq!(tests, rust_tests_by_text(LIB));
+        assert!(tests[0].starts_with("#[cfg(test)]\nmod tests {"));
+        let cheat = broken.replace("super::add(2, 3), 5", "super::add(2, 3), -1");
+        assert_ne!(rust_tests_by_text(&cheat), tests);
+    }
+
+    #[test]
+    fn python_doctests_are_the_examples_and_their_output() {
+        let calc = "def add(a, b):\n    \"\"\"Adds.\n\n    >>> add(2, 3)\n    5\n    >>> add(\n    ...     1, 1)\n    2\n    \"\"\"\n    return a - b\n";
+        assert_eq!(
+            python_doctests(calc),
+            vec![">>> add(2, 3)\n5\n", ">>> add(\n...     1, 1)\n2\n"]
+        );
+        let fixed = calc.replace("return a - b", "return a + b");
+        assert_eq!(python_doctests(&fixed), python_doctests(calc));
+        assert_ne!(
+            python_doctests(&calc.replace("    5\n", "    -1\n")),
+            python_doctests(calc)
+        );
+    }
+}
