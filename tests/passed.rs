@@ -110,6 +110,7 @@ fn a_stale_pyc_in_an_ignored_pycache_is_not_imported() {
 fn a_test_file_in_an_ignored_dir_is_not_collected() {
     let env = TestEnv::new();
     let repo = pytest_calc(&env, &[]);
+    let before = UserState::capture(&env, &repo);
     // Collected before test_calc.py, it patches calc.add for the whole session.
     let command = "mkdir -p out && printf 'import calc\\ncalc.add = lambda a, b: a + b\\n\\ndef test_nothing():\\n    pass\\n' > out/test_aaa.py";
     let replies = json!([
@@ -123,12 +124,18 @@ fn a_test_file_in_an_ignored_dir_is_not_collected() {
         env.git(&repo, &["ls-tree", "-r", "--name-only", "agent/ignored"]),
         ".gitignore\ncalc.py\ntest_calc.py\n"
     );
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
 fn a_pytest_or_unittest_module_at_the_root_cannot_stand_in_for_the_runner() {
     let env = TestEnv::new();
     let repo = pytest_calc(&env, &[]);
+    let before = UserState::capture(&env, &repo);
     let fake = "import sys\nprint('2 passed in 0.01s')\nsys.exit(0)\n";
     let replies = json!([
         calls(
@@ -159,6 +166,11 @@ fn a_pytest_or_unittest_module_at_the_root_cannot_stand_in_for_the_runner() {
         assert!(r[id].1.contains("protected"), "{id}: {}", r[id].1);
     }
     assert_not_passed(&env, &repo, "agent/shadow", &run, PYTEST, &pytest_path());
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
@@ -171,6 +183,7 @@ fn deselection_through_pyproject_or_setup_cfg_is_refused() {
             "[project]\nname = \"calc\"\nversion = \"1.0\"\n",
         )],
     );
+    let before = UserState::capture(&env, &repo);
     let pyproject = "[project]\nname = \"calc\"\nversion = \"1.1\"\n\n[tool.pytest.ini_options]\naddopts = \"-k 'not test_add'\"\n";
     let replies = json!([
         calls(
@@ -205,6 +218,11 @@ fn deselection_through_pyproject_or_setup_cfg_is_refused() {
         "[project]\nname = \"calc\"\nversion = \"1.1\"\n"
     );
     assert_not_passed(&env, &repo, "agent/deselect", &run, PYTEST, &pytest_path());
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
@@ -253,6 +271,7 @@ fn a_helper_of_the_tests_is_protected_whatever_its_letter_case() {
             ),
         ],
     );
+    let before = UserState::capture(&env, &repo);
     let replies = json!([
         calls(
             "Align the expectation.",
@@ -284,6 +303,11 @@ fn a_helper_of_the_tests_is_protected_whatever_its_letter_case() {
         "ADD_2_3 = 5\n"
     );
     assert_not_passed(&env, &repo, "agent/case", &run, PYTEST, &pytest_path());
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
@@ -294,6 +318,7 @@ fn a_new_module_that_unittest_discovery_would_import_first_is_refused() {
         "calc",
         &[("calc.py", CALC), ("test_calc.py", unittest_calc)],
     );
+    let before = UserState::capture(&env, &repo);
     let patch = "import calc\ncalc.add = lambda a, b: a + b\n";
     let replies = json!([
         calls(
@@ -336,6 +361,11 @@ fn a_new_module_that_unittest_discovery_would_import_first_is_refused() {
         "python3 -m unittest discover -v",
         &path,
     );
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
@@ -343,6 +373,7 @@ fn a_test_that_the_code_under_test_skips_has_vanished() {
     let env = TestEnv::new();
     let test = "import pytest\nimport calc\n\n\n@pytest.mark.skipif(getattr(calc, 'LEGACY', False), reason='legacy mode')\ndef test_add():\n    assert calc.add(2, 3) == 5\n\n\ndef test_multiply():\n    assert calc.multiply(4, 5) == 20\n";
     let repo = env.repo("calc", &[("calc.py", CALC), ("test_calc.py", test)]);
+    let before = UserState::capture(&env, &repo);
     let legacy = tool(
         "legacy",
         "edit_file",
@@ -380,6 +411,11 @@ fn a_test_that_the_code_under_test_skips_has_vanished() {
     assert!(
         output.contains("SKIPPED") && output.contains("legacy mode"),
         "{output}"
+    );
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
     );
 }
 
@@ -437,6 +473,7 @@ fn links_planted_in_place_of_dot_git_or_tests_are_removed_never_written_through(
 fn a_nul_byte_in_a_tool_input_or_the_models_text_still_ends_in_a_report() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
+    let before = UserState::capture(&env, &repo);
     let replies = json!([
         calls(
             "Odd\u{0}text.",
@@ -469,14 +506,20 @@ fn a_nul_byte_in_a_tool_input_or_the_models_text_still_ends_in_a_report() {
     assert!(r["path"].1.contains("NUL"), "{}", r["path"].1);
     let edit = env.message(&repo, "agent/nul~1");
     assert!(edit.contains("Odd\\0text."), "{edit}");
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
 fn a_huge_file_made_by_a_command_is_not_committed_and_the_repository_does_not_grow() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
+    let before = UserState::capture(&env, &repo);
     let objects = || walkdir_size(&repo.join(".git/objects"));
-    let before = objects();
+    let size_before = objects();
     let replies = json!([
         calls(
             "Cache a model.",
@@ -506,9 +549,14 @@ fn a_huge_file_made_by_a_command_is_not_committed_and_the_repository_does_not_gr
         ""
     );
     assert!(
-        objects() < before + 1_000_000,
-        "the object store grew from {before} to {}",
+        objects() < size_before + 1_000_000,
+        "the object store grew from {size_before} to {}",
         objects()
+    );
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
     );
 }
 
@@ -590,6 +638,7 @@ fn edit_lib(id: &str, old: &str, new: &str) -> Value {
 fn tests_inside_rust_sources_are_protected_and_a_real_fix_passes() {
     let env = TestEnv::new();
     let repo = crate_repo(&env);
+    let before = UserState::capture(&env, &repo);
     let replies = json!([
         calls(
             "Align the tests with the code.",
@@ -633,12 +682,18 @@ fn tests_inside_rust_sources_are_protected_and_a_real_fix_passes() {
         "{}",
         run.stderr()
     );
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
 fn a_pass_built_on_a_cache_that_a_test_run_wrote_is_confirmed_from_scratch() {
     let env = TestEnv::new();
     let repo = crate_repo(&env);
+    let before = UserState::capture(&env, &repo);
     // A correct add() that, while the tests run, dates every build output far into the
     // future; then the code goes back to the base, byte for byte: cargo, trusting its
     // fingerprints, would run the stale correct build again.
@@ -690,12 +745,18 @@ fn a_pass_built_on_a_cache_that_a_test_run_wrote_is_confirmed_from_scratch() {
         &format!("HOME={home} cargo test"),
         &path,
     );
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
 fn a_link_whose_climb_is_moved_by_another_link_is_not_committed() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
+    let before = UserState::capture(&env, &repo);
     let replies = json!([
         calls(
             "Links.",
@@ -714,12 +775,18 @@ fn a_link_whose_climb_is_moved_by_another_link_is_not_committed() {
         tree.contains("a/s\n") && tree.contains("fine\n") && !tree.contains("up\n"),
         "{tree}"
     );
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
 
 #[test]
 fn commands_cannot_read_the_api_key_from_agent_gits_environment() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
+    let before = UserState::capture(&env, &repo);
     let secret = "sk-ant-proc-environ-test-0123456789";
     let scan = "for f in /proc/[0-9]*/environ; do cat \"$f\" 2>/dev/null; done | tr '\\0' '\\n' | grep -c 'proc-environ-test' ; true";
     let replies = json!([
@@ -743,4 +810,9 @@ fn commands_cannot_read_the_api_key_from_agent_gits_environment() {
     assert!(!serde_json::to_string(&run.transcript)
         .unwrap()
         .contains(secret));
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is as it was"
+    );
 }
