@@ -378,3 +378,9 @@ pub fn export_and_test(
 pub fn snapshot_dir(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     read_tree(dir, dir, false)
 }
+
+/// Ctrl-C, as a terminal sends it, to a process this test started.
+pub fn interrupt(child: &std::process::Child) {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+}

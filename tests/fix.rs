@@ -511,9 +511,7 @@ fn ctrl_c_ends_the_run_with_a_report_and_leaves_the_checkout_alone() {
     let first = lines.next().unwrap().unwrap();
     assert!(first.contains("on branch agent/int"), "{first}");
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
-    // SAFETY: sends SIGINT to the child this test spawned.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    interrupt(&child);
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 130);
     assert_eq!(

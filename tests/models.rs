@@ -471,9 +471,7 @@ async fn ctrl_c_during_a_slow_call_ends_the_run_with_a_report() {
             lines.next().unwrap().unwrap();
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let pid = libc::pid_t::try_from(child.id()).unwrap();
-        // SAFETY: sends SIGINT to the child this test spawned.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        interrupt(&child);
         child.wait_with_output().unwrap()
     })
     .await
