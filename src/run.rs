@@ -148,7 +148,40 @@ fn watch_signals(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) -> st
     Ok(())
 }
 
+/// Sets up the run's guard, sandbox and clean room, then lets the agent work. Whatever fails
+/// here still ends in a report: a harness error, before the model was asked anything.
 fn run_in(
+    plan: &mut RunPlan,
+    workspace: &Workspace,
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+    waiting: Waiting,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<(RunResult, String), RunError> {
+    let (result, sandbox) = match work(plan, workspace, interrupt, progress, waiting, runtime) {
+        Ok(done) => done,
+        Err(RunError::Harness(why)) => {
+            progress(&why);
+            let tests = crate::testrun::TestResult::not_run(&plan.tests.label, &why);
+            let result = RunResult::before_the_model(Outcome::HarnessError(why), tests);
+            (result, "not started".to_string())
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(path) = &plan.transcript {
+        // A transcript that cannot be written must not cost the user the report.
+        let tools = Registry::builtin().specs();
+        if let Err(e) = write_transcript(path, &plan.system, &tools, &result) {
+            progress(&format!(
+                "cannot write the transcript {}: {e}",
+                path.display()
+            ));
+        }
+    }
+    Ok((result, sandbox))
+}
+
+fn work(
     plan: &mut RunPlan,
     workspace: &Workspace,
     interrupt: &AtomicBool,
@@ -196,15 +229,6 @@ fn run_in(
         only_if_failing: plan.only_if_failing,
     };
     let result = runtime.block_on(agent.run(&plan.task, &tools));
-    if let Some(path) = &plan.transcript {
-        // A transcript that cannot be written must not cost the user the report.
-        if let Err(e) = write_transcript(path, &plan.system, &tools, &result) {
-            progress(&format!(
-                "cannot write the transcript {}: {e}",
-                path.display()
-            ));
-        }
-    }
     Ok((result, sandbox.describe()))
 }
 

@@ -215,3 +215,41 @@ fn an_install_step_runs_in_the_clean_room_and_again_only_when_its_inputs_change(
         "{report}"
     );
 }
+
+#[test]
+fn a_harness_failure_before_the_model_still_ends_in_a_report() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let inside = repo.join("scratch");
+    std::fs::create_dir(&inside).unwrap();
+    let before = UserState::capture(&env, &repo);
+    // A temp dir inside the repository cannot hold the clean room.
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/no-room",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+        &["--json"],
+        |cmd| {
+            cmd.env("TMPDIR", &inside);
+        },
+    );
+    assert_eq!(run.code(), 4, "{}", run.stderr());
+    let v = json_of(&run.out);
+    assert_eq!(v["outcome"], "harness-error");
+    assert_eq!(v["branch"], "agent/no-room");
+    assert_eq!(
+        env.git(&repo, &["rev-parse", "agent/no-room"]).trim(),
+        v["report_commit"]
+    );
+    let report = env.message(&repo, "agent/no-room");
+    assert!(
+        report.starts_with("agent-git: harness error after 0 turns: Fix the adder"),
+        "{report}"
+    );
+    assert!(
+        report.contains("set TMPDIR to a directory outside it"),
+        "{report}"
+    );
+    assert!(run.messages().is_empty(), "the model was not asked");
+    assert_eq!(UserState::capture(&env, &repo), before);
+}

@@ -125,7 +125,7 @@ pub struct RunResult {
 
 impl RunResult {
     /// A run that ended before the model was asked anything.
-    fn before_the_model(outcome: Outcome, tests: TestResult) -> Self {
+    pub fn before_the_model(outcome: Outcome, tests: TestResult) -> Self {
         RunResult {
             outcome,
             turns: 0,
