@@ -100,16 +100,6 @@ impl Workspace {
         Ok(())
     }
 
-    /// Makes every protected path exactly as in the base commit: changed or deleted ones are
-    /// checked out again, new ones are removed.
-    pub fn restore_protected(
-        &self,
-        protection: &Protection,
-    ) -> Result<Vec<String>, WorkspaceError> {
-        let base_tree = self.repo.find_commit(self.base)?.tree()?;
-        self.restore_protected_to(&base_tree, protection)
-    }
-
     /// What a command must not have moved: the branch tip, HEAD, the work tree's `.git` file.
     pub fn snapshot(&self) -> Result<Snapshot, WorkspaceError> {
         Ok(Snapshot {

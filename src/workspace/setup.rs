@@ -206,17 +206,23 @@ mod tests {
     }
 
     #[test]
-    fn restore_protected_puts_back_the_base_versions() {
+    fn a_command_s_changes_to_protected_paths_are_put_back_and_the_rest_committed() {
         let dir = tempfile::tempdir().unwrap();
         let (repo, base) = repo_with_commit(dir.path());
         let ws = Workspace::create(&repo, base, "agent/r", "r3").unwrap();
         let protection = Protection::new(&[], &[]).unwrap();
+        let before = ws.snapshot().unwrap();
         std::fs::remove_file(ws.path().join("tests/test_calc.py")).unwrap();
         std::fs::write(ws.path().join("conftest.py"), "skip everything").unwrap();
         std::fs::write(ws.path().join("calc.py"), "changed").unwrap();
-        let mut restored = ws.restore_protected(&protection).unwrap();
+        let absorbed = ws.absorb_command("run", "", &protection, &before).unwrap();
+        let mut restored = absorbed.reverted.clone();
         restored.sort();
         assert_eq!(restored, vec!["conftest.py", "tests/test_calc.py"]);
+        assert!(matches!(
+            absorbed.commit.outcome,
+            CommitOutcome::Committed(_)
+        ));
         assert!(!ws.path().join("conftest.py").exists());
         assert_eq!(
             std::fs::read_to_string(ws.path().join("tests/test_calc.py")).unwrap(),
