@@ -115,3 +115,88 @@ fn which(program: &str) -> std::path::PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| panic!("{program} is not on PATH"))
 }
+
+/// A real fix, in the default sandbox, with the runner users have: each project fixed, every
+/// test of the inventory run, the verdict `passed`.
+fn fixed_in_the_default_sandbox(
+    env: &TestEnv,
+    repo: &std::path::Path,
+    fix: serde_json::Value,
+    path: &str,
+) -> String {
+    let run = env.fix_scripted_with(
+        repo,
+        "agent/real",
+        json!([calls("Fix.", vec![fix]), end_turn("Done.")]),
+        &[],
+        |cmd| {
+            cmd.env("PATH", path);
+        },
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(env
+        .message(repo, "agent/real")
+        .contains("Sandbox: no network"));
+    run.stderr()
+}
+
+#[test]
+fn a_node_project_is_fixed_and_every_test_is_held_to_the_inventory() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "js",
+        &[
+            (
+                "package.json",
+                r#"{"name": "calc", "private": true, "scripts": {"test": "node --test"}}"#,
+            ),
+            ("calc.js", "exports.add = (a, b) => a - b;\n"),
+            (
+                "test/calc.test.js",
+                "const { describe, it } = require('node:test');\nconst assert = require('node:assert');\n\
+                 const { add } = require('../calc');\n\ndescribe('add', () => {\n  it('adds two numbers', () => {\n    \
+                 assert.strictEqual(add(2, 3), 5);\n  });\n  it('adds zero', () => {\n    \
+                 assert.strictEqual(add(0, 0), 0);\n  });\n});\n",
+            ),
+        ],
+    );
+    let fix = tool(
+        "f",
+        "edit_file",
+        json!({"path": "calc.js", "old_text": "a - b", "new_text": "a + b"}),
+    );
+    let said = fixed_in_the_default_sandbox(&env, &repo, fix, &std::env::var("PATH").unwrap());
+    assert!(said.contains("(2 tests in the inventory)"), "{said}");
+    assert!(env
+        .message(&repo, "agent/real")
+        .contains("Tests (npm test): 2 passed, 0 failed"));
+}
+
+#[test]
+fn a_python_project_in_a_venv_is_fixed_with_its_pytest() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "py",
+        &[
+            ("calc/__init__.py", ""),
+            ("calc/ops.py", CALC),
+            (
+                "tests/test_ops.py",
+                "import pytest\nfrom calc.ops import add\n\n\n@pytest.mark.parametrize('a, b, total', [(2, 3, 5), (0, 0, 0)])\ndef test_add(a, b, total):\n    assert add(a, b) == total\n",
+            ),
+        ],
+    );
+    let fix = tool(
+        "f",
+        "edit_file",
+        json!({"path": "calc/ops.py", "old_text": "return a - b", "new_text": "return a + b"}),
+    );
+    let said = fixed_in_the_default_sandbox(&env, &repo, fix, &pytest_path());
+    assert!(
+        said.contains("tests before any change: 1 passed, 1 failed (2 tests in the inventory)"),
+        "{said}"
+    );
+    assert!(env
+        .message(&repo, "agent/real")
+        .contains("Tests (python3 -m pytest -q): 2 passed, 0 failed"));
+}
