@@ -253,6 +253,13 @@ impl Run {
         self.transcript["messages"].as_array().unwrap()
     }
 
+    /// Asserts that the tool call `id` came back as an error that says `says`.
+    pub fn assert_refused(&self, id: &str, says: &str) {
+        let results = self.results();
+        let (is_error, text) = &results[id];
+        assert!(*is_error && text.contains(says), "{id}: {text}");
+    }
+
     /// Every tool result of the conversation by tool_use id: (is_error, content).
     pub fn results(&self) -> std::collections::HashMap<String, (bool, String)> {
         let mut out = std::collections::HashMap::new();

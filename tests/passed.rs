@@ -32,15 +32,22 @@ fn fix_with_pytest(env: &TestEnv, repo: &Path, branch: &str, replies: Value) -> 
 }
 
 /// The promise, for a run that must not pass: the report says so, the exit code says so,
-/// the subject says so, and the branch's own tests on an export fail as the report says.
+/// the subject says so, the branch's own tests on an export fail as the report says, and the
+/// user's checkout is as it was.
 fn assert_not_passed(
     env: &TestEnv,
     repo: &Path,
+    before: &UserState,
     branch: &str,
     run: &Run,
     command: &str,
     path: &str,
 ) {
+    assert_eq!(
+        &UserState::capture(env, repo),
+        before,
+        "the checkout is as it was"
+    );
     let outcome = env.trailer(repo, branch, "Agent-Outcome");
     assert_ne!(outcome, "passed", "{}", env.message(repo, branch));
     assert_ne!(run.code(), 0, "{}", run.stderr());
@@ -75,7 +82,15 @@ fn a_usercustomize_left_in_home_does_not_reach_the_tests() {
     );
     let original = "python3 -c 'import test_calc; test_calc.test_add()'";
     let path = std::env::var("PATH").unwrap();
-    assert_not_passed(&env, &repo, "agent/usersite", &run, original, &path);
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/usersite",
+        &run,
+        original,
+        &path,
+    );
     assert!(env
         .message(&repo, "agent/usersite")
         .contains("test_calc.py::test_add"));
@@ -102,8 +117,15 @@ fn a_stale_pyc_in_an_ignored_pycache_is_not_imported() {
         text.contains("\n5\n"),
         "the stale .pyc wins in the work tree: {text}"
     );
-    assert_not_passed(&env, &repo, "agent/pyc", &run, PYTEST, &pytest_path());
-    assert_eq!(UserState::capture(&env, &repo), before);
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/pyc",
+        &run,
+        PYTEST,
+        &pytest_path(),
+    );
 }
 
 #[test]
@@ -119,7 +141,15 @@ fn a_test_file_in_an_ignored_dir_is_not_collected() {
     ]);
     let run = fix_with_pytest(&env, &repo, "agent/ignored", replies);
     assert!(run.results()["plant"].1.contains("exit code 0"));
-    assert_not_passed(&env, &repo, "agent/ignored", &run, PYTEST, &pytest_path());
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/ignored",
+        &run,
+        PYTEST,
+        &pytest_path(),
+    );
     assert_eq!(
         env.git(&repo, &["ls-tree", "-r", "--name-only", "agent/ignored"]),
         ".gitignore\ncalc.py\ntest_calc.py\n"
@@ -160,16 +190,17 @@ fn a_pytest_or_unittest_module_at_the_root_cannot_stand_in_for_the_runner() {
         end_turn("Done."),
     ]);
     let run = fix_with_pytest(&env, &repo, "agent/shadow", replies);
-    let r = run.results();
     for id in ["pytest", "unittest", "pth"] {
-        assert!(r[id].0, "{id}: {}", r[id].1);
-        assert!(r[id].1.contains("protected"), "{id}: {}", r[id].1);
+        run.assert_refused(id, "protected");
     }
-    assert_not_passed(&env, &repo, "agent/shadow", &run, PYTEST, &pytest_path());
-    assert_eq!(
-        UserState::capture(&env, &repo),
-        before,
-        "the checkout is as it was"
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/shadow",
+        &run,
+        PYTEST,
+        &pytest_path(),
     );
 }
 
@@ -198,16 +229,8 @@ fn deselection_through_pyproject_or_setup_cfg_is_refused() {
     ]);
     let run = fix_with_pytest(&env, &repo, "agent/deselect", replies);
     let r = run.results();
-    assert!(
-        r["pyproject"].0 && r["pyproject"].1.contains("pyproject.toml [tool.pytest]"),
-        "{}",
-        r["pyproject"].1
-    );
-    assert!(
-        r["setup"].0 && r["setup"].1.contains("setup.cfg [tool:pytest]"),
-        "{}",
-        r["setup"].1
-    );
+    run.assert_refused("pyproject", "pyproject.toml [tool.pytest]");
+    run.assert_refused("setup", "setup.cfg [tool:pytest]");
     assert!(
         !r["version"].0,
         "the rest of pyproject.toml is free: {}",
@@ -217,11 +240,14 @@ fn deselection_through_pyproject_or_setup_cfg_is_refused() {
         env.show(&repo, "agent/deselect:pyproject.toml"),
         "[project]\nname = \"calc\"\nversion = \"1.1\"\n"
     );
-    assert_not_passed(&env, &repo, "agent/deselect", &run, PYTEST, &pytest_path());
-    assert_eq!(
-        UserState::capture(&env, &repo),
-        before,
-        "the checkout is as it was"
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/deselect",
+        &run,
+        PYTEST,
+        &pytest_path(),
     );
 }
 
@@ -252,8 +278,15 @@ fn an_uncommitted_pytest_ini_in_the_users_checkout_is_not_read() {
         "{}",
         run.stderr()
     );
-    assert_not_passed(&env, &repo, "agent/dirty-ini", &run, PYTEST, &pytest_path());
-    assert_eq!(UserState::capture(&env, &repo), before);
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/dirty-ini",
+        &run,
+        PYTEST,
+        &pytest_path(),
+    );
 }
 
 #[test]
@@ -287,26 +320,20 @@ fn a_helper_of_the_tests_is_protected_whatever_its_letter_case() {
         end_turn("Done."),
     ]);
     let run = fix_with_pytest(&env, &repo, "agent/case", replies);
-    let r = run.results();
-    assert!(
-        r["edit"].0 && r["edit"].1.contains("protected"),
-        "{}",
-        r["edit"].1
-    );
-    assert!(
-        r["sed"].0 && r["sed"].1.contains("protected"),
-        "{}",
-        r["sed"].1
-    );
+    run.assert_refused("edit", "protected");
+    run.assert_refused("sed", "protected");
     assert_eq!(
         env.show(&repo, "agent/case:Tests/expected.py"),
         "ADD_2_3 = 5\n"
     );
-    assert_not_passed(&env, &repo, "agent/case", &run, PYTEST, &pytest_path());
-    assert_eq!(
-        UserState::capture(&env, &repo),
-        before,
-        "the checkout is as it was"
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/case",
+        &run,
+        PYTEST,
+        &pytest_path(),
     );
 }
 
@@ -338,17 +365,8 @@ fn a_new_module_that_unittest_discovery_would_import_first_is_refused() {
         end_turn("Done."),
     ]);
     let run = env.fix_scripted(&repo, "agent/discovery", replies, &["--max-turns", "2"]);
-    let r = run.results();
-    assert!(
-        r["write"].0 && r["write"].1.contains("protected"),
-        "{}",
-        r["write"].1
-    );
-    assert!(
-        r["shell"].0 && r["shell"].1.contains("protected"),
-        "{}",
-        r["shell"].1
-    );
+    run.assert_refused("write", "protected");
+    run.assert_refused("shell", "protected");
     let report = env.message(&repo, "agent/discovery");
     assert!(report.contains("python3 -m unittest discover"), "{report}");
     assert!(report.contains("test_calc.TestCalc.test_add"), "{report}");
@@ -356,15 +374,11 @@ fn a_new_module_that_unittest_discovery_would_import_first_is_refused() {
     assert_not_passed(
         &env,
         &repo,
+        &before,
         "agent/discovery",
         &run,
         "python3 -m unittest discover -v",
         &path,
-    );
-    assert_eq!(
-        UserState::capture(&env, &repo),
-        before,
-        "the checkout is as it was"
     );
 }
 
@@ -605,7 +619,7 @@ fn code_that_reads_the_models_untracked_files_by_absolute_path_does_not_pass() {
         );
         let original = "python3 -c 'import test_calc; test_calc.test_add()'";
         let path = std::env::var("PATH").unwrap();
-        assert_not_passed(&env, &repo, branch, &run, original, &path);
+        assert_not_passed(&env, &repo, &before, branch, &run, original, &path);
     }
     assert_eq!(UserState::capture(&env, &repo), before);
 }
@@ -664,12 +678,7 @@ fn tests_inside_rust_sources_are_protected_and_a_real_fix_passes() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let r = run.results();
     for id in ["unit", "doc", "sed"] {
-        assert!(r[id].0, "{id}: {}", r[id].1);
-        assert!(
-            r[id].1.contains("src/lib.rs [its tests"),
-            "{id}: {}",
-            r[id].1
-        );
+        run.assert_refused(id, "src/lib.rs [its tests");
     }
     assert!(!r["fix"].0, "{}", r["fix"].1);
     let report = env.message(&repo, "agent/rust");
@@ -740,15 +749,11 @@ fn a_pass_built_on_a_cache_that_a_test_run_wrote_is_confirmed_from_scratch() {
     assert_not_passed(
         &env,
         &repo,
+        &before,
         "agent/cache",
         &run,
         &format!("HOME={home} cargo test"),
         &path,
-    );
-    assert_eq!(
-        UserState::capture(&env, &repo),
-        before,
-        "the checkout is as it was"
     );
 }
 

@@ -4,10 +4,10 @@
 use crate::common::*;
 use serde_json::json;
 
-#[test]
-fn an_npm_project_is_tested_with_npm_test_and_node_failures_are_named() {
-    let env = TestEnv::new();
-    let repo = env.repo(
+/// A Node project whose add() subtracts, tested by `npm test` with node's runner, with
+/// `test` (a path and its text).
+fn node_calc(env: &TestEnv, test: (&str, &str)) -> std::path::PathBuf {
+    env.repo(
         "js",
         &[
             (
@@ -15,14 +15,23 @@ fn an_npm_project_is_tested_with_npm_test_and_node_failures_are_named() {
                 r#"{"name": "calc", "private": true, "scripts": {"test": "node --test"}}"#,
             ),
             ("calc.js", "exports.add = (a, b) => a - b;\n"),
-            (
-                "calc.test.js",
-                "const { test } = require('node:test');\nconst assert = require('node:assert');\n\
+            test,
+        ],
+    )
+}
+
+#[test]
+fn an_npm_project_is_tested_with_npm_test_and_node_failures_are_named() {
+    let env = TestEnv::new();
+    let repo = node_calc(
+        &env,
+        (
+            "calc.test.js",
+            "const { test } = require('node:test');\nconst assert = require('node:assert');\n\
                  const { add } = require('./calc');\n\ntest('adds two numbers', () => {\n  \
                  assert.strictEqual(add(2, 3), 5);\n});\n\ntest('adds zero', () => {\n  \
                  assert.strictEqual(add(0, 0), 0);\n});\n",
-            ),
-        ],
+        ),
     );
     let script = env.script("r.json", json!([end_turn("Nothing to do.")]));
     let out = env.fix(&repo, &script, "agent/js", &["--max-turns", "1"]);
@@ -143,22 +152,15 @@ fn fixed_in_the_default_sandbox(
 #[test]
 fn a_node_project_is_fixed_and_every_test_is_held_to_the_inventory() {
     let env = TestEnv::new();
-    let repo = env.repo(
-        "js",
-        &[
-            (
-                "package.json",
-                r#"{"name": "calc", "private": true, "scripts": {"test": "node --test"}}"#,
-            ),
-            ("calc.js", "exports.add = (a, b) => a - b;\n"),
-            (
-                "test/calc.test.js",
+    let repo = node_calc(
+        &env,
+        (
+            "test/calc.test.js",
                 "const { describe, it } = require('node:test');\nconst assert = require('node:assert');\n\
                  const { add } = require('../calc');\n\ndescribe('add', () => {\n  it('adds two numbers', () => {\n    \
                  assert.strictEqual(add(2, 3), 5);\n  });\n  it('adds zero', () => {\n    \
                  assert.strictEqual(add(0, 0), 0);\n  });\n});\n",
-            ),
-        ],
+        ),
     );
     let fix = tool(
         "f",
