@@ -497,6 +497,7 @@ fn a_nul_byte_in_a_tool_input_or_the_models_text_still_ends_in_a_report() {
                     "write_file",
                     json!({"path": "calc\u{0}.py", "content": "x"})
                 ),
+                run("shell", "echo a\u{0}b"),
                 tool(
                     "content",
                     "write_file",
@@ -518,6 +519,7 @@ fn a_nul_byte_in_a_tool_input_or_the_models_text_still_ends_in_a_report() {
     let r = run.results();
     assert!(r["path"].0, "{}", r["path"].1);
     assert!(r["path"].1.contains("NUL"), "{}", r["path"].1);
+    run.assert_refused("shell", "contains a NUL byte");
     let edit = env.message(&repo, "agent/nul~1");
     assert!(edit.contains("Odd\\0text."), "{edit}");
     assert_eq!(

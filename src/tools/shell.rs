@@ -52,6 +52,12 @@ impl Tool for RunCommand {
             Ok(a) => a,
             Err(outcome) => return Ok(outcome),
         };
+        if args.command.contains('\0') {
+            return Ok(ToolOutcome::error(
+                "refused: the command contains a NUL byte, which no shell can run",
+                "refused: NUL in command",
+            ));
+        }
         let sandbox = ctx.verifier.sandbox;
         let jail = sandbox.model_jail();
         if let Some(refusal) = sandbox.refusal() {
