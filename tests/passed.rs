@@ -769,6 +769,14 @@ fn a_link_whose_climb_is_moved_by_another_link_is_not_committed() {
             "Links.",
             vec![run("links", "mkdir -p a b && echo keep > b/keep.txt && ln -s ../b a/s && ln -s a/s/../.. up && ln -s b/keep.txt fine")]
         ),
+        // Committed while harmless, then the link it climbs through is moved.
+        calls(
+            "More links.",
+            vec![
+                run("first", "mkdir -p t && echo k > t/keep.txt && ln -s t .s && ln -s .s/.. .up"),
+                run("then", "rm .s && ln -s . .s"),
+            ]
+        ),
         calls("Fix.", vec![fix_add()]),
         end_turn("Done."),
     ]);
@@ -779,9 +787,12 @@ fn a_link_whose_climb_is_moved_by_another_link_is_not_committed() {
     assert!(text.contains("refused: up was not committed"), "{text}");
     let tree = env.git(&repo, &["ls-tree", "-r", "--name-only", "agent/climb"]);
     assert!(
-        tree.contains("a/s\n") && tree.contains("fine\n") && !tree.contains("up\n"),
+        tree.contains("a/s\n") && tree.contains("fine\n") && !tree.contains("\nup\n"),
         "{tree}"
     );
+    assert!(!run.results()["first"].0, "{}", run.results()["first"].1);
+    run.assert_refused("then", "refused: .s was not committed");
+    assert_eq!(env.show(&repo, "agent/climb:.s"), "t");
     assert_eq!(
         UserState::capture(&env, &repo),
         before,
@@ -821,5 +832,247 @@ fn commands_cannot_read_the_api_key_from_agent_gits_environment() {
         UserState::capture(&env, &repo),
         before,
         "the checkout is as it was"
+    );
+}
+
+#[test]
+fn new_modules_the_runner_would_import_in_place_of_its_own_are_refused() {
+    let env = TestEnv::new();
+    let repo = pytest_calc(&env, &[]);
+    let before = UserState::capture(&env, &repo);
+    // pytest imports pygments at start-up, and `python3 -m pytest` puts the tree first on
+    // sys.path: a package of that name would run before any test.
+    let hook = "import _pytest.python\n_pytest.python.Function.runtest = lambda self: None\n";
+    let replies = json!([
+        calls(
+            "Helpers.",
+            vec![
+                tool(
+                    "pygments",
+                    "write_file",
+                    json!({"path": "pygments/__init__.py", "content": hook})
+                ),
+                run(
+                    "shlex",
+                    &format!("printf '{}' > shlex.py", hook.replace('\n', "\\n"))
+                ),
+                tool(
+                    "own",
+                    "write_file",
+                    json!({"path": "calc_helpers.py", "content": "X = 1\n"})
+                ),
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = fix_with_pytest(&env, &repo, "agent/shadow-deps", replies);
+    run.assert_refused("pygments", "pygments/__init__.py");
+    run.assert_refused("shlex", "shlex.py");
+    assert!(
+        !run.results()["own"].0,
+        "a module of the project's own is fine"
+    );
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/shadow-deps",
+        &run,
+        PYTEST,
+        &pytest_path(),
+    );
+}
+
+#[test]
+fn a_new_package_that_unittest_discovery_would_import_is_refused() {
+    let env = TestEnv::new();
+    let unittest_calc = "import unittest\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n";
+    let repo = env.repo(
+        "calc",
+        &[("calc.py", CALC), ("test_calc.py", unittest_calc)],
+    );
+    let before = UserState::capture(&env, &repo);
+    let patch = "import unittest\n\ndef _run(self, result=None):\n    result.startTest(self)\n    result.addSuccess(self)\n    result.stopTest(self)\n\nunittest.TestCase.run = _run\n";
+    let replies = json!([
+        calls(
+            "Support code.",
+            vec![tool(
+                "pkg",
+                "write_file",
+                json!({"path": "zz_support/__init__.py", "content": patch})
+            )]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted(&repo, "agent/package", replies, &["--max-turns", "2"]);
+    run.assert_refused("pkg", "zz_support/__init__.py");
+    let path = std::env::var("PATH").unwrap();
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/package",
+        &run,
+        "python3 -m unittest discover",
+        &path,
+    );
+}
+
+#[test]
+fn a_module_skipped_whole_where_it_did_not_load_before_is_no_pass() {
+    let env = TestEnv::new();
+    // The bug: a typo in an import, so before any change no test of test_calc.py is known.
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", &format!("import decimall\n\n\n{CALC_FIXED}")),
+            (
+                "tests/test_calc.py",
+                "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            ),
+            (
+                "tests/test_other.py",
+                "def test_other():\n    assert True\n",
+            ),
+            (
+                "pyproject.toml",
+                "[tool.pytest.ini_options]\npythonpath = [\".\"]\n",
+            ),
+        ],
+    );
+    let before = UserState::capture(&env, &repo);
+    let skip = "import pytest\npytest.skip('needs decimall', allow_module_level=True)\n";
+    let replies = json!([
+        calls(
+            "Skip what cannot load.",
+            vec![tool(
+                "skip",
+                "write_file",
+                json!({"path": "calc.py", "content": skip})
+            )]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = fix_with_pytest(&env, &repo, "agent/skip-module", replies);
+    let report = env.message(&repo, "agent/skip-module");
+    assert!(report.contains("vanished: tests/test_calc.py"), "{report}");
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert_eq!(UserState::capture(&env, &repo), before);
+}
+
+#[test]
+fn a_script_the_test_command_runs_is_protected() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "js",
+        &[
+            ("package.json", r#"{"name": "calc", "private": true, "scripts": {"test": "sh scripts/run-tests.sh"}}"#),
+            ("scripts/run-tests.sh", "exec node --test\n"),
+            ("calc.js", "exports.add = (a, b) => a - b;\n"),
+            (
+                "calc.test.js",
+                "const { test } = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('./calc');\n\ntest('adds', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n",
+            ),
+        ],
+    );
+    let before = UserState::capture(&env, &repo);
+    let fake = "echo 'ok 1 - adds'; echo '# pass 1'; echo '# fail 0'\n";
+    let replies = json!([
+        calls(
+            "Faster tests.",
+            vec![tool(
+                "script",
+                "write_file",
+                json!({"path": "scripts/run-tests.sh", "content": fake})
+            )]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted(&repo, "agent/script", replies, &["--max-turns", "2"]);
+    run.assert_refused("script", "scripts/run-tests.sh");
+    let path = std::env::var("PATH").unwrap();
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/script",
+        &run,
+        "npm test",
+        &path,
+    );
+}
+
+#[test]
+fn cargo_test_modules_in_their_own_files_targets_and_workspaces_are_protected() {
+    let env = TestEnv::new();
+    let manifest = "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+    let repo = env.repo(
+        "crate",
+        &[
+            ("Cargo.toml", manifest),
+            (
+                "src/lib.rs",
+                "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n#[cfg(test)]\nmod tests;\n",
+            ),
+            (
+                "src/tests.rs",
+                "use super::*;\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n",
+            ),
+            (".gitignore", "target/\n"),
+        ],
+    );
+    let before = UserState::capture(&env, &repo);
+    let shadow = "use super::*;\n\nfn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n";
+    let replies = json!([
+        calls(
+            "Adjust.",
+            vec![
+                tool(
+                    "module",
+                    "edit_file",
+                    json!({"path": "src/tests.rs", "old_text": "use super::*;\n", "new_text": shadow})
+                ),
+                tool(
+                    "bin",
+                    "write_file",
+                    json!({"path": "Cargo.toml", "content": format!("{manifest}\n[[bin]]\nname = \"calc\"\npath = \"src/main.rs\"\nharness = false\n")})
+                ),
+                tool(
+                    "workspace",
+                    "write_file",
+                    json!({"path": "Cargo.toml", "content": format!("{manifest}\n[workspace]\nmembers = [\"tools\"]\n")})
+                ),
+                tool(
+                    "version",
+                    "write_file",
+                    json!({"path": "Cargo.toml", "content": manifest.replace("0.1.0", "0.1.1")})
+                ),
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/cargo-shapes",
+        replies,
+        &["--max-turns", "2"],
+        |cmd| {
+            cmd.env("HOME", std::env::var("HOME").unwrap());
+        },
+    );
+    run.assert_refused("module", "src/tests.rs");
+    run.assert_refused("bin", "Cargo.toml [bin]");
+    run.assert_refused("workspace", "Cargo.toml [workspace]");
+    assert!(!run.results()["version"].0, "the package's version is free");
+    let home = std::env::var("HOME").unwrap();
+    let path = std::env::var("PATH").unwrap();
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/cargo-shapes",
+        &run,
+        &format!("HOME={home} cargo test"),
+        &path,
     );
 }

@@ -6,7 +6,7 @@ use crate::guard::Protection;
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price};
 use crate::run::{execute, RunPlan};
 use crate::settings::{config_layers, merge, parse_dollars, Layer, Settings};
-use crate::testrun::{collected_patterns, detect, TestPlan};
+use crate::testrun::{collected, detect, TestPlan};
 use crate::workspace::{check_branch_free, open_user_repo, read_blob, resolve_base, tree_files};
 use clap::Args;
 use std::hash::{BuildHasher, Hasher};
@@ -214,11 +214,18 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         args.max_command_timeout,
     )
     .map_err(usage)?;
-    let tests = test_plan(&repo, base.id, &settings)?;
+    let files = tree_files(&repo, base.id)?;
     let read =
         |p: &str| read_blob(&repo, base.id, p).map(|b| String::from_utf8_lossy(&b).into_owned());
-    let runner_patterns = collected_patterns(tests.runner, &tests.command, &read);
-    let protection = Protection::new(&runner_patterns, &settings.protect).map_err(usage)?;
+    let python = if files.iter().any(|p| p.ends_with(".py")) {
+        python_facts()
+    } else {
+        PythonFacts::default()
+    };
+    let tests = test_plan(&files, &read, &settings, python.pytest)?;
+    let found = collected(tests.runner, &tests.command, &files, &read, &python.modules);
+    let protection = Protection::with_no_new(&found.protected, &found.no_new, &settings.protect)
+        .map_err(usage)?;
     let allow_write = writable_dirs(&settings.allow_write)?;
     let run_id = new_run_id();
     let branch = args
@@ -275,19 +282,16 @@ fn open_configured_model(settings: &Settings, args: &FixArgs) -> Result<Box<dyn 
 
 /// The configured test command, or the one the base commit's files point to.
 fn test_plan(
-    repo: &git2::Repository,
-    base: git2::Oid,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
     settings: &Settings,
+    pytest_available: bool,
 ) -> Result<TestPlan, CliError> {
     let timeout = Duration::from_secs(settings.test_timeout);
     let mut plan = match &settings.test_cmd {
         Some(cmd) => TestPlan::shell(cmd.clone(), timeout),
         None => {
-            let files = tree_files(repo, base)?;
-            let read = |p: &str| {
-                read_blob(repo, base, p).map(|b| String::from_utf8_lossy(&b).into_owned())
-            };
-            let detected = detect(&files, &read, pytest_available()).ok_or_else(|| {
+            let detected = detect(files, read, pytest_available).ok_or_else(|| {
                 CliError::Usage(
                     "cannot tell how to run this repository's tests; pass --test-cmd CMD \
                      or run `git config agent-git.testCmd CMD`"
@@ -318,15 +322,45 @@ fn writable_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, CliError> {
         .collect()
 }
 
-/// Whether `python3 -m pytest` would work here.
-fn pytest_available() -> bool {
-    std::process::Command::new("python3")
-        .args(["-c", "import pytest"])
+/// What the `python3` on PATH brings: whether `python3 -m pytest` works, and the names it
+/// imports from outside a project (its standard library and installed packages).
+#[derive(Debug, Default)]
+struct PythonFacts {
+    pytest: bool,
+    modules: Vec<String>,
+}
+
+const PYTHON_FACTS: &str = "\
+import sys
+names = set(getattr(sys, 'stdlib_module_names', ())) | set(sys.builtin_module_names)
+try:
+    import importlib.metadata as metadata
+    names |= set(metadata.packages_distributions())
+except Exception:
+    pass
+try:
+    import pytest
+    print('pytest')
+except Exception:
+    print('no pytest')
+print('\\n'.join(sorted(n for n in names if n.isidentifier())))
+";
+
+fn python_facts() -> PythonFacts {
+    let out = std::process::Command::new("python3")
+        .args(["-c", PYTHON_FACTS])
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        return PythonFacts::default();
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    PythonFacts {
+        pytest: lines.next() == Some("pytest"),
+        modules: lines.map(String::from).collect(),
+    }
 }
 
 /// The run's limits. A cost limit needs a price: from config, else the built-in table.

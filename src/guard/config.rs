@@ -16,6 +16,10 @@ fn sections_of(file_name: &str) -> Option<Kind> {
         "Cargo.toml" => Some(Kind::Toml(&[
             &["test"],
             &["bench"],
+            // A target with `harness = false` prints what it likes; members change what runs.
+            &["bin"],
+            &["example"],
+            &["workspace"],
             &["lib", "test"],
             &["lib", "doctest"],
             &["lib", "harness"],

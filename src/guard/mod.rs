@@ -8,6 +8,7 @@ mod config;
 mod source;
 
 pub use config::changed_test_sections;
+pub use source::rust_test_module_files;
 
 /// Test files that common runners collect by default: gitignore-style patterns, matched
 /// anywhere and without regard to case (`Tests/` is `tests/`).
@@ -97,12 +98,24 @@ pub struct Protection {
     defaults: Gitignore,
     /// The user's patterns (flags, git config, `.agentgit`): matched as written.
     extra: Gitignore,
+    /// Where no new file may appear (modules the runner would import in place of its own).
+    no_new: Gitignore,
 }
 
 impl Protection {
     /// The default patterns, `runner` (what the detected runner collects and reads, matched
     /// like the defaults) and `extra` (from flags and config, matched as written).
     pub fn new(runner: &[String], extra: &[String]) -> Result<Self, String> {
+        Self::with_no_new(runner, &[], extra)
+    }
+
+    /// As `new`, and `no_new`: paths where the agent may not add a file, though it may change
+    /// one the base has there.
+    pub fn with_no_new(
+        runner: &[String],
+        no_new: &[String],
+        extra: &[String],
+    ) -> Result<Self, String> {
         let defaults = DEFAULT_TESTS
             .iter()
             .chain(DEFAULT_RUNNER_CONFIG)
@@ -112,7 +125,17 @@ impl Protection {
         Ok(Protection {
             defaults: matcher(defaults, true)?,
             extra: matcher(extra.iter().cloned(), false)?,
+            no_new: matcher(no_new.iter().cloned(), false)?,
         })
+    }
+
+    /// Whether a new file may not appear at `rel`.
+    pub fn refuses_new(&self, rel: &Path) -> bool {
+        !rel.as_os_str().is_empty()
+            && self
+                .no_new
+                .matched_path_or_any_parents(rel, false)
+                .is_ignore()
     }
 
     /// Whether a path relative to the work tree root, or any directory above it, is protected.

@@ -10,6 +10,10 @@ use syn::visit::Visit;
 /// code block of a doc comment. None when the file does not parse.
 pub fn rust_tests(text: &str) -> Option<Vec<String>> {
     let file = syn::parse_file(text).ok()?;
+    if file.attrs.iter().any(is_test_attr) {
+        // `#![cfg(test)]`: the whole file is test code.
+        return Some(vec![file.to_token_stream().to_string()]);
+    }
     let mut found = RustTests::default();
     found.visit_file(&file);
     let mut tests = found.items;
@@ -43,6 +47,94 @@ pub fn rust_tests_by_text(text: &str) -> Vec<String> {
             .map(|b| format!("doc: {b}")),
     );
     tests
+}
+
+/// The files that hold a Rust file's test modules declared out of line (`#[cfg(test)] mod
+/// tests;` is `tests.rs` or `tests/mod.rs` beside it, or what `#[path]` names), and the
+/// directories of their own submodules, relative to the repository root. `path` is the file's.
+pub fn rust_test_module_files(path: &str, text: &str) -> Vec<String> {
+    let Ok(file) = syn::parse_file(text) else {
+        return Vec::new();
+    };
+    let here = std::path::Path::new(path);
+    let dir = here.parent().unwrap_or(std::path::Path::new(""));
+    let stem = here.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    // Children of lib.rs, main.rs and mod.rs live beside them; of foo.rs, in foo/.
+    let children = if ["lib", "main", "mod"].contains(&stem) {
+        dir.to_path_buf()
+    } else {
+        dir.join(stem)
+    };
+    let mut found = TestModules {
+        dir: dir.to_path_buf(),
+        children,
+        inline: Vec::new(),
+        in_test: file.attrs.iter().any(is_test_attr),
+        files: Vec::new(),
+    };
+    found.visit_file(&file);
+    found.files
+}
+
+struct TestModules {
+    dir: std::path::PathBuf,
+    children: std::path::PathBuf,
+    inline: Vec<String>,
+    in_test: bool,
+    files: Vec<String>,
+}
+
+impl<'ast> Visit<'ast> for TestModules {
+    fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
+        let test = self.in_test || module.attrs.iter().any(is_test_attr);
+        let name = module.ident.to_string();
+        match &module.content {
+            Some(_) => {
+                let outer = std::mem::replace(&mut self.in_test, test);
+                self.inline.push(name);
+                syn::visit::visit_item_mod(self, module);
+                self.inline.pop();
+                self.in_test = outer;
+            }
+            None if test => {
+                let base = self
+                    .inline
+                    .iter()
+                    .fold(self.children.clone(), |d, m| d.join(m));
+                let shown = |p: std::path::PathBuf| p.to_string_lossy().replace('\\', "/");
+                match path_attr(&module.attrs) {
+                    Some(path) => {
+                        let dir = self.inline.iter().fold(self.dir.clone(), |d, m| d.join(m));
+                        self.files.push(shown(dir.join(path)));
+                    }
+                    None => {
+                        self.files.push(shown(base.join(format!("{name}.rs"))));
+                        self.files.push(format!("{}/", shown(base.join(&name))));
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+}
+
+/// The value of a `#[path = "..."]` attribute.
+fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
+    attrs
+        .iter()
+        .find(|a| a.path().is_ident("path"))
+        .and_then(|a| {
+            if let syn::Meta::NameValue(pair) = &a.meta {
+                if let syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(text),
+                    ..
+                }) = &pair.value
+                {
+                    return Some(text.value());
+                }
+            }
+            None
+        })
 }
 
 #[derive(Default)]
@@ -207,6 +299,33 @@ mod tests {
         let async_test = "#[tokio::test]\nasync fn t() { assert!(true) }\n";
         assert_eq!(rust_tests(async_test).unwrap().len(), 1);
         assert_eq!(rust_tests("fn broken( {"), None);
+    }
+
+    #[test]
+    fn test_modules_declared_out_of_line_are_found() {
+        let lib = "pub fn add() {}\n#[cfg(test)]\nmod tests;\nmod util;\n#[cfg(test)]\n#[path = \"checks/more.rs\"]\nmod more;\n#[cfg(test)]\nmod inline {\n    mod deeper;\n}\n";
+        assert_eq!(
+            rust_test_module_files("src/lib.rs", lib),
+            vec![
+                "src/tests.rs",
+                "src/tests/",
+                "src/checks/more.rs",
+                "src/inline/deeper.rs",
+                "src/inline/deeper/",
+            ]
+        );
+        let nested = "#[cfg(test)]\nmod tests;\n";
+        assert_eq!(
+            rust_test_module_files("src/calc/ops.rs", nested),
+            vec!["src/calc/ops/tests.rs", "src/calc/ops/tests/"]
+        );
+        let whole = "#![cfg(test)]\nfn helper() -> i32 { 1 }\n";
+        assert_eq!(rust_tests(whole).map(|t| t.len()), Some(1));
+        assert_ne!(
+            rust_tests(whole),
+            rust_tests(&whole.replace("{ 1 }", "{ 2 }")),
+            "a whole test file's helpers are tests too"
+        );
     }
 
     #[test]

@@ -345,6 +345,10 @@ fn junit_case(node: roxmltree::Node) -> Case {
     if collection_error {
         return case(file, Status::Error);
     }
+    if classname.is_empty() && child("skipped").is_some() {
+        // A whole module skipped as it was imported (`allow_module_level=True`).
+        return case(file, Status::Skipped);
+    }
     let status = if error.is_some() || child("failure").is_some() {
         Status::Failed
     } else if child("skipped").is_some() {

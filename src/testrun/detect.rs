@@ -134,28 +134,115 @@ pub fn guess_runner(command: &str) -> Runner {
     }
 }
 
-/// What the runner collects or reads beyond the defaults, as protected patterns: unittest's
-/// discovery takes every `test*.py`, pytest its configured `python_files`, make its makefiles.
-pub fn collected_patterns(
+/// What the runner collects or reads beyond the defaults, as protection patterns.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Collected {
+    /// Paths that may not be added, changed or deleted: unittest's discovery takes every
+    /// `test*.py`, pytest its configured `python_files`, cargo the files of out-of-line test
+    /// modules, make its makefiles; and every file of the tree the test command names.
+    pub protected: Vec<String>,
+    /// Paths no new file may take: a module the runner would import in place of its own (a
+    /// new root `shlex.py` or `pygments/` for `python3 -m pytest`, which puts the tree first
+    /// on sys.path), or a package unittest's discovery would import.
+    pub no_new: Vec<String>,
+}
+
+/// `paths` are the base's files, `read` their text, `python_modules` the names the project's
+/// Python imports from outside the tree (its standard library and installed packages).
+pub fn collected(
     runner: Runner,
     command: &TestCommand,
+    paths: &[String],
     read: &dyn Fn(&str) -> Option<String>,
-) -> Vec<String> {
-    let mut patterns: Vec<String> = Vec::new();
-    match (runner, command) {
-        (Runner::Unittest, _) | (_, TestCommand::BuiltinPython { unittest: true }) => {
-            patterns.push("test*.py".into())
+    python_modules: &[String],
+) -> Collected {
+    let mut found = Collected::default();
+    let unittest = matches!(command, TestCommand::BuiltinPython { unittest: true });
+    match runner {
+        _ if runner == Runner::Unittest || unittest => {
+            found.protected.push("test*.py".into());
+            found.no_new.push("__init__.py".into());
         }
-        (Runner::Pytest, _) => patterns.extend(pytest_python_files(read)),
-        (Runner::Cargo, _) => patterns.push("benches/".into()),
+        Runner::Pytest => found.protected.extend(pytest_python_files(read)),
+        Runner::Cargo => {
+            found.protected.push("benches/".into());
+            for rs in paths.iter().filter(|p| p.ends_with(".rs")) {
+                let text = read(rs).unwrap_or_default();
+                let modules = crate::guard::rust_test_module_files(rs, &text);
+                found
+                    .protected
+                    .extend(modules.into_iter().map(|m| format!("/{m}")));
+            }
+        }
         _ => {}
     }
     if let TestCommand::Shell(line) = command {
         if line.split_whitespace().next() == Some("make") {
-            patterns.extend(["Makefile", "makefile", "GNUmakefile", "*.mk"].map(String::from));
+            let makefiles = ["Makefile", "makefile", "GNUmakefile", "*.mk"];
+            found.protected.extend(makefiles.map(String::from));
         }
     }
-    patterns
+    found
+        .protected
+        .extend(files_the_command_names(command, paths, read));
+    let python = matches!(
+        runner,
+        Runner::Pytest | Runner::Unittest | Runner::BuiltinPython
+    ) || paths.iter().any(|p| is_python_test_file(p));
+    if python {
+        for name in python_modules {
+            found.no_new.push(format!("/{name}.py"));
+            found.no_new.push(format!("/{name}/"));
+        }
+    }
+    found
+}
+
+/// The files of the tree that the test command runs or reads by name: a script named on its
+/// command line, in package.json's test scripts, a Makefile's test recipe or its includes,
+/// tox's commands. Changing one changes what runs the tests.
+fn files_the_command_names(
+    command: &TestCommand,
+    paths: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    if let TestCommand::Shell(line) = command {
+        lines.push(line.clone());
+    }
+    if let Some(package) = read("package.json") {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&package) {
+            for key in ["pretest", "test", "posttest"] {
+                lines.extend(value["scripts"][key].as_str().map(String::from));
+            }
+        }
+    }
+    for makefile in ["GNUmakefile", "makefile", "Makefile"] {
+        if let Some(text) = read(makefile) {
+            lines.push(make_recipe(&text, "test"));
+            let includes = text.lines().filter_map(|l| {
+                let mut words = l.split_whitespace();
+                let first = words.next()?;
+                ["include", "-include", "sinclude"]
+                    .contains(&first)
+                    .then(|| words.collect::<Vec<_>>().join(" "))
+            });
+            lines.extend(includes);
+        }
+    }
+    if let Some(tox) = read("tox.ini") {
+        lines.extend(text_lines_of(&tox, "testenv", "commands"));
+    }
+    let mut named: Vec<String> = lines
+        .iter()
+        .flat_map(|l| l.split(|c: char| c.is_whitespace() || "\"';&|()<>=`$".contains(c)))
+        .map(|word| word.trim_start_matches("./"))
+        .filter(|word| paths.iter().any(|p| p == word))
+        .map(|word| format!("/{word}"))
+        .collect();
+    named.sort();
+    named.dedup();
+    named
 }
 
 /// The `python_files` patterns of the base's pytest configuration, wherever it is set.
@@ -474,6 +561,77 @@ mod tests {
     }
 
     #[test]
+    fn files_the_test_command_names_and_modules_it_would_import_are_collected() {
+        let files = [
+            (
+                "package.json",
+                r#"{"scripts": {"test": "sh scripts/run-tests.sh && ./check.sh --all"}}"#,
+            ),
+            ("scripts/run-tests.sh", "exec node --test\n"),
+            ("check.sh", ""),
+            (
+                "Makefile",
+                "include config.env\n-include local.mk\ntest:\n\t$(PY) tools/runner.py\n",
+            ),
+            ("config.env", "PY = python3\n"),
+            ("tools/runner.py", ""),
+            ("test_calc.py", ""),
+        ];
+        let paths: Vec<String> = files.iter().map(|(p, _)| p.to_string()).collect();
+        let read = |name: &str| {
+            files
+                .iter()
+                .find(|(p, _)| *p == name)
+                .map(|(_, t)| t.to_string())
+        };
+        let found = collected(
+            Runner::Pytest,
+            &TestCommand::Shell("python3 -m pytest -q".into()),
+            &paths,
+            &read,
+            &["shlex".to_string()],
+        );
+        assert_eq!(
+            found.protected,
+            vec![
+                "/check.sh",
+                "/config.env",
+                "/scripts/run-tests.sh",
+                "/tools/runner.py"
+            ]
+        );
+        assert_eq!(found.no_new, vec!["/shlex.py", "/shlex/"]);
+        let unittest = collected(
+            Runner::BuiltinPython,
+            &TestCommand::BuiltinPython { unittest: true },
+            &[],
+            &|_| None,
+            &[],
+        );
+        assert_eq!(unittest.protected, vec!["test*.py"]);
+        assert_eq!(unittest.no_new, vec!["__init__.py"]);
+        let cargo_files = [("src/lib.rs", "#[cfg(test)]\nmod tests;\n")];
+        let cargo_paths = vec!["src/lib.rs".to_string()];
+        let cargo_read = |name: &str| {
+            cargo_files
+                .iter()
+                .find(|(p, _)| *p == name)
+                .map(|(_, t)| t.to_string())
+        };
+        assert_eq!(
+            collected(
+                Runner::Cargo,
+                &TestCommand::Shell("cargo test".into()),
+                &cargo_paths,
+                &cargo_read,
+                &[]
+            )
+            .protected,
+            vec!["benches/", "/src/tests.rs", "/src/tests/"]
+        );
+    }
+
+    #[test]
     fn the_runner_collects_more_than_the_defaults() {
         let files = [
             (
@@ -490,7 +648,7 @@ mod tests {
         };
         let pytest = TestCommand::Shell("pytest".into());
         assert_eq!(
-            collected_patterns(Runner::Pytest, &pytest, &read),
+            collected(Runner::Pytest, &pytest, &[], &read, &[]).protected,
             vec!["check_*.py", "*_checks.py"]
         );
         let ini = |name: &str| {
@@ -498,17 +656,17 @@ mod tests {
                 .then(|| "[pytest]\npython_files =\n    t_*.py\n    *_t.py\n".into())
         };
         assert_eq!(
-            collected_patterns(Runner::Pytest, &pytest, &ini),
+            collected(Runner::Pytest, &pytest, &[], &ini, &[]).protected,
             vec!["t_*.py", "*_t.py"]
         );
         let unittest = TestCommand::BuiltinPython { unittest: true };
         assert_eq!(
-            collected_patterns(Runner::BuiltinPython, &unittest, &read),
+            collected(Runner::BuiltinPython, &unittest, &[], &read, &[]).protected,
             vec!["test*.py"]
         );
         let make = TestCommand::Shell("make test".into());
         assert_eq!(
-            collected_patterns(Runner::Other, &make, &read),
+            collected(Runner::Other, &make, &[], &read, &[]).protected,
             vec!["Makefile", "makefile", "GNUmakefile", "*.mk"]
         );
     }

@@ -35,12 +35,17 @@ impl Inventory {
         self.tests.is_empty()
     }
 
-    /// Whether `name` is a test of a file that could not be collected before any change
-    /// (`path::test` for pytest and the built-in runner, `module.Class.test` for unittest).
+    /// Whether `name` is a test of a file that could not be collected before any change, or
+    /// that whole file (`path::test` or `path` for pytest and the built-in runner;
+    /// `module.Class.test`, or unittest's `...ModuleSkipped.module` for unittest).
     fn in_uncollected(&self, name: &str) -> bool {
         self.uncollected.iter().any(|file| {
             let module = file.trim_end_matches(".py").replace('/', ".");
-            name.starts_with(&format!("{file}::")) || name.starts_with(&format!("{module}."))
+            name == file
+                || name == module
+                || name.starts_with(&format!("{file}::"))
+                || name.starts_with(&format!("{module}."))
+                || name.ends_with(&format!(".{module}"))
         })
     }
 
@@ -173,11 +178,12 @@ mod tests {
                 case("t.py::test_win", Status::Skipped),
                 case("broken.py::test_x", Status::Skipped),
                 case("broken.py::test_y", Status::Passed),
+                case("broken.py", Status::Skipped),
             ]),
             0,
         );
         Inventory::check(Some(&inventory), &mut dodged);
-        assert_eq!(dodged.vanished, vec!["broken.py::test_x"]);
+        assert_eq!(dodged.vanished, vec!["broken.py::test_x", "broken.py"]);
 
         let mut nameless = result(None, 0);
         Inventory::check(Some(&inventory), &mut nameless);
@@ -192,15 +198,18 @@ mod tests {
         let broken = result(Some(vec![case("tests/test_calc.py", Status::Error)]), 2);
         let inventory = Inventory::of(&broken).unwrap();
         assert!(inventory.is_empty());
-        let mut skipped = result(
-            Some(vec![case("tests.test_calc.T.test_add", Status::Skipped)]),
-            0,
-        );
-        Inventory::check(Some(&inventory), &mut skipped);
-        assert!(
-            !skipped.passed,
-            "a skip in a file that did not load is no pass"
-        );
+        for dodge in [
+            "tests.test_calc.T.test_add",
+            "tests/test_calc.py",
+            "unittest.loader.ModuleSkipped.tests.test_calc",
+        ] {
+            let mut skipped = result(Some(vec![case(dodge, Status::Skipped)]), 0);
+            Inventory::check(Some(&inventory), &mut skipped);
+            assert!(
+                !skipped.passed,
+                "{dodge}: a skip in a file that did not load is no pass"
+            );
+        }
         let mut later = result(None, 0);
         Inventory::check(None, &mut later);
         assert!(later.passed);

@@ -10,7 +10,7 @@ mod parse;
 pub use cases::{
     cases_from_junit, cases_from_output, cases_from_results_json, Case, Runner, Status,
 };
-pub use detect::{collected_patterns, detect, guess_runner, Detected};
+pub use detect::{collected, detect, guess_runner, Collected, Detected};
 pub use inventory::Inventory;
 pub use parse::{parse_output, Counts, Failure, Parsed};
 

@@ -130,15 +130,19 @@ impl<'a> Verifier<'a> {
         self.inventory.borrow().as_ref().map_or(0, Inventory::len)
     }
 
-    /// One test run, and for a pass that used a build cache earlier runs could write, one
-    /// more from scratch: that is the one that counts.
+    /// One test run, and for a pass that stood on state earlier runs left (a build cache
+    /// they wrote, what the setup command made from another tree), one more from scratch:
+    /// that is the one that counts.
     fn test(&self) -> Result<TestResult, VerifyError> {
-        // Only what earlier runs left in the cache needs a second look.
         let cached = self.uses_build_cache() && self.room.borrow().cache_was_written();
         let result = self.test_once(Cache::Shared)?;
-        if result.passed && cached {
+        let stale_setup = self.room.borrow().setup_is_stale();
+        if result.passed && (cached || stale_setup) {
+            self.room.borrow_mut().clear_setup()?;
             let confirmed = self.test_once(Cache::Fresh)?;
-            self.room.borrow_mut().adopt_fresh_cache()?;
+            if self.uses_build_cache() {
+                self.room.borrow_mut().adopt_fresh_cache()?;
+            }
             return Ok(confirmed);
         }
         Ok(result)

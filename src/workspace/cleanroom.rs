@@ -20,9 +20,6 @@ const SETUP_INPUTS: &[&str] = &[
     "npm-shrinkwrap.json",
     "yarn.lock",
     "pnpm-lock.yaml",
-    "requirements.txt",
-    "requirements-dev.txt",
-    "requirements-test.txt",
     "pyproject.toml",
     "setup.py",
     "setup.cfg",
@@ -48,6 +45,8 @@ pub struct CleanRoom {
     setup_outputs: BTreeSet<PathBuf>,
     /// The setup inputs and the stat data of its outputs when it last ran.
     setup_state: Option<(u64, u64)>,
+    /// The tree the setup command last ran on.
+    setup_from: Option<Oid>,
     runs: u32,
     /// Whether a test run has built into the shared build cache since it was last fresh.
     cache_written: bool,
@@ -116,6 +115,7 @@ impl CleanRoom {
             current: None,
             setup_outputs: BTreeSet::new(),
             setup_state: None,
+            setup_from: None,
             runs: 0,
             cache_written: false,
         })
@@ -251,6 +251,7 @@ impl CleanRoom {
             remove_entry(&self.tree.join(rel))?;
         }
         self.setup_state = None;
+        self.setup_from = None;
         Ok(())
     }
 
@@ -271,7 +272,14 @@ impl CleanRoom {
             })
             .collect();
         self.setup_state = Some((self.setup_inputs(tree)?, self.outputs_digest()?));
+        self.setup_from = Some(tree);
         Ok(())
+    }
+
+    /// Whether what the setup command made comes from another tree than the one checked out:
+    /// it may depend on files it was not known to read.
+    pub fn setup_is_stale(&self) -> bool {
+        self.setup_from.is_some() && self.setup_from != self.current
     }
 
     /// A digest of the blobs of `tree` that a setup command depends on.
@@ -280,7 +288,10 @@ impl CleanRoom {
         let mut hasher = DefaultHasher::new();
         tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
             if let Ok(name) = entry.name() {
-                if SETUP_INPUTS.contains(&name) {
+                let requirements = (name.starts_with("requirements")
+                    || name.starts_with("constraints"))
+                    && name.ends_with(".txt");
+                if requirements || SETUP_INPUTS.contains(&name) {
                     (dir, name, entry.id()).hash(&mut hasher);
                 }
             }

@@ -191,6 +191,7 @@ impl Workspace {
             .exclude_submodules(true);
         let statuses = self.repo.statuses(Some(&mut opts))?;
         let mut dropped = Vec::new();
+        let mut staged_links: Vec<PathBuf> = Vec::new();
         for entry in statuses.iter() {
             if !entry.status().intersects(
                 Status::WT_NEW | Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_TYPECHANGE,
@@ -226,7 +227,12 @@ impl Workspace {
                 None
             };
             match refusal {
-                None => index.add_path(rel)?,
+                None => {
+                    index.add_path(rel)?;
+                    if meta.file_type().is_symlink() {
+                        staged_links.push(rel.to_path_buf());
+                    }
+                }
                 Some(why) => {
                     self.undo_path(rel)?;
                     let shown = rel.to_string_lossy().into_owned();
@@ -234,7 +240,38 @@ impl Workspace {
                 }
             }
         }
+        // A link committed earlier may now lead outside because a link it goes through
+        // changed (`up -> s/..` once `s -> .`): then this change's links are undone.
+        if !staged_links.is_empty() && !self.links_leaving(index)?.is_empty() {
+            for rel in staged_links {
+                self.undo_path(&rel)?;
+                index.remove_path(&rel)?;
+                if std::fs::symlink_metadata(self.worktree_path.join(&rel)).is_ok() {
+                    index.add_path(&rel)?;
+                }
+                dropped.push(Dropped {
+                    path: rel.to_string_lossy().into_owned(),
+                    why: "with it, a symbolic link of the branch would lead outside the repository"
+                        .into(),
+                });
+            }
+        }
         Ok(dropped)
+    }
+
+    /// The symbolic links `index` holds that lead outside the work tree as it is now.
+    fn links_leaving(&self, index: &git2::Index) -> Result<Vec<PathBuf>, WorkspaceError> {
+        let mut leaving = Vec::new();
+        for entry in index.iter().filter(|e| e.mode == 0o120000) {
+            let rel = PathBuf::from(std::ffi::OsStr::from_bytes(&entry.path));
+            let full = self.worktree_path.join(&rel);
+            if let Ok(target) = std::fs::read_link(&full) {
+                if self.link_leaves_tree(&rel, &target) {
+                    leaving.push(rel);
+                }
+            }
+        }
+        Ok(leaving)
     }
 
     /// Whether a link at `rel` leads outside the work tree or into `.git`: by its text, and,
@@ -413,15 +450,17 @@ fn protected_change_list(
             if changes.iter().any(|c| c.path == path) {
                 continue;
             }
-            let sections = if protection.is_protected(path) {
-                None
-            } else {
-                let (before, after) = (blob(delta.old_file()), blob(delta.new_file()));
-                match changed_test_sections(path, before.as_deref(), after.as_deref()) {
-                    Some(sections) => Some(sections),
-                    None => continue,
-                }
-            };
+            let added = delta.old_file().id().is_zero();
+            let sections =
+                if protection.is_protected(path) || (added && protection.refuses_new(path)) {
+                    None
+                } else {
+                    let (before, after) = (blob(delta.old_file()), blob(delta.new_file()));
+                    match changed_test_sections(path, before.as_deref(), after.as_deref()) {
+                        Some(sections) => Some(sections),
+                        None => continue,
+                    }
+                };
             changes.push(ProtectedChange {
                 path: path.to_path_buf(),
                 sections,
