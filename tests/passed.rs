@@ -1076,3 +1076,83 @@ fn cargo_test_modules_in_their_own_files_targets_and_workspaces_are_protected() 
         &path,
     );
 }
+
+#[test]
+fn nothing_outside_the_writable_dirs_changes_not_even_modes_or_times() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let victim = env.path().join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    let stamp = |p: &Path| {
+        let meta = std::fs::metadata(p).unwrap();
+        (
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()),
+            meta.modified().unwrap(),
+        )
+    };
+    let (victim_before, calc_before) = (stamp(&victim), stamp(&repo.join("calc.py")));
+    let before = UserState::capture(&env, &repo);
+    let attack = format!(
+        "chmod 000 '{v}'; touch -d 2001-02-03 '{v}' '{c}'; chmod 4755 '{c}'; echo done",
+        v = victim.display(),
+        c = repo.join("calc.py").display()
+    );
+    let replies = json!([
+        calls("Tidy up.", vec![run("modes", &attack), fix_add()]),
+        end_turn("Done.")
+    ]);
+    // The tests try it too, from the clean room.
+    let test_cmd =
+        format!("{attack} >/dev/null 2>&1; python3 -c 'import test_calc; test_calc.test_add()'");
+    let run = env.fix_scripted(&repo, "agent/modes", replies, &["--test-cmd", &test_cmd]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let (_, text) = &run.results()["modes"];
+    assert!(text.contains("Read-only file system"), "{text}");
+    assert_eq!(stamp(&victim), victim_before, "{text}");
+    assert_eq!(stamp(&repo.join("calc.py")), calc_before, "{text}");
+    assert_eq!(UserState::capture(&env, &repo), before);
+}
+
+#[test]
+fn code_under_test_cannot_rewrite_the_tests_while_they_run() {
+    let env = TestEnv::new();
+    let repo = pytest_calc(
+        &env,
+        &[(
+            "test_a_basic.py",
+            "import calc\n\n\ndef test_multiply():\n    assert calc.multiply(2, 2) == 4\n",
+        )],
+    );
+    let before = UserState::capture(&env, &repo);
+    // Imported by test_a_basic.py, collected first: it rewrites test_calc.py before pytest
+    // reads it.
+    let rewrite = format!(
+        "import pathlib\ntry:\n    pathlib.Path('test_calc.py').write_text('def test_add():\\n    pass\\n\\n\\ndef test_multiply():\\n    pass\\n')\nexcept OSError:\n    pass\n\n\n{CALC}"
+    );
+    let replies = json!([
+        calls(
+            "Rework calc.",
+            vec![tool(
+                "calc",
+                "write_file",
+                json!({"path": "calc.py", "content": rewrite})
+            )]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = fix_with_pytest(&env, &repo, "agent/rewrite", replies);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert_ne!(
+        env.trailer(&repo, "agent/rewrite", "Agent-Outcome"),
+        "passed"
+    );
+    assert!(env
+        .message(&repo, "agent/rewrite")
+        .contains("test_calc.py::test_add"));
+    assert_eq!(UserState::capture(&env, &repo), before);
+    // Elsewhere, where nothing keeps the tests read-only, the run passes only because the
+    // tests that ran were no longer the original ones.
+    let (passed, _) = export_and_test(&env, &repo, "agent/rewrite", PYTEST, &pytest_path());
+    let exported = env.path().join("export-agent-rewrite/test_calc.py");
+    assert!(passed && std::fs::read_to_string(exported).unwrap() != TEST_CALC);
+}

@@ -16,6 +16,11 @@ pub struct SandboxExecArgs {
     /// A path inside a hidden one that the command may read (repeatable).
     #[arg(long = "show")]
     shown: Vec<PathBuf>,
+    /// A path inside a writable one that stays read-only (repeatable).
+    #[arg(long = "read-only")]
+    read_only: Vec<PathBuf>,
+    #[arg(long)]
+    no_read_only_rest: bool,
     #[arg(long)]
     max_processes: u64,
     #[arg(long)]
@@ -37,6 +42,8 @@ pub fn run(args: SandboxExecArgs) -> u8 {
         writable: args.writable,
         hidden: args.hidden,
         shown: args.shown,
+        read_only: args.read_only,
+        read_only_rest: !args.no_read_only_rest,
         max_processes: args.max_processes,
         max_file_size: args.max_file_size,
         max_cpu: args.max_cpu,

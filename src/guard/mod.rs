@@ -129,6 +129,14 @@ impl Protection {
         })
     }
 
+    /// Whether the directory `rel` is protected as a whole (`tests/`).
+    pub fn is_protected_dir(&self, rel: &Path) -> bool {
+        !rel.as_os_str().is_empty()
+            && [&self.defaults, &self.extra]
+                .iter()
+                .any(|m| m.matched_path_or_any_parents(rel, true).is_ignore())
+    }
+
     /// Whether a new file may not appear at `rel`.
     pub fn refuses_new(&self, rel: &Path) -> bool {
         !rel.as_os_str().is_empty()

@@ -20,6 +20,10 @@ pub struct HelperArgs {
     /// Paths the command may not read, and paths inside them it may.
     pub hidden: Vec<PathBuf>,
     pub shown: Vec<PathBuf>,
+    /// Paths inside the writable ones that stay read-only (the tests, in the clean room).
+    pub read_only: Vec<PathBuf>,
+    /// Make the rest of the filesystem read-only, in a mount namespace of its own.
+    pub read_only_rest: bool,
     pub max_processes: u64,
     pub max_file_size: u64,
     pub max_cpu: u64,
@@ -38,6 +42,12 @@ pub fn run(args: &HelperArgs) -> i32 {
     };
     let processes = limit_processes(args.max_processes);
     let limits = set_rlimits(args);
+    let read_only = if args.read_only_rest {
+        let in_user_namespace = network.is_ok() && !rustix::process::geteuid().is_root();
+        read_only_elsewhere(&args.writable, &args.read_only, in_user_namespace)
+    } else {
+        Err("not requested".into())
+    };
     let filesystem = if args.landlock {
         confine_files(&args.writable, &args.hidden, &args.shown)
     } else {
@@ -50,12 +60,14 @@ pub fn run(args: &HelperArgs) -> i32 {
         };
         println!("network {}", show(&network.map(|_| String::new())));
         println!("filesystem {}", show(&filesystem.map(|_| String::new())));
+        println!("readonly {}", show(&read_only.map(|_| String::new())));
         println!("processes {}", show(&processes));
         return 0;
     }
     let failures = [
         (args.network, network.err()),
         (args.landlock, filesystem.err()),
+        (args.read_only_rest, read_only.err()),
         (true, limits.err()),
     ];
     for (wanted, failure) in failures {
@@ -82,6 +94,7 @@ pub fn parse_probe(text: &str) -> super::Layers {
     super::Layers {
         network: field("network").map(|_| ()),
         filesystem: field("filesystem").map(|_| ()),
+        read_only: field("readonly").map(|_| ()),
         processes: field("processes"),
     }
 }
@@ -100,15 +113,113 @@ fn isolate_network() -> Result<(), String> {
         // SAFETY: as above.
         unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNET) }
             .map_err(|e| format!("cannot create a user and network namespace: {e}"))?;
-        // Map our own ids, so files keep their owner.
-        let write = |path: &str, text: String| {
-            std::fs::write(path, text).map_err(|e| format!("{path}: {e}"))
-        };
-        write("/proc/self/setgroups", "deny".into())?;
-        write("/proc/self/uid_map", format!("{0} {0} 1", uid.as_raw()))?;
-        write("/proc/self/gid_map", format!("{0} {0} 1", gid.as_raw()))?;
+        map_own_ids(uid.as_raw(), gid.as_raw())?;
     }
     loopback_up()
+}
+
+/// Maps this process's own ids in the user namespace it just entered, so files keep their
+/// owner.
+fn map_own_ids(uid: u32, gid: u32) -> Result<(), String> {
+    let write =
+        |path: &str, text: String| std::fs::write(path, text).map_err(|e| format!("{path}: {e}"));
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1"))
+}
+
+/// In a mount namespace of this process's own, everything read-only but `writable`, and the
+/// `read_only` paths inside those read-only again: `chmod`, `chown` or `touch` of anything
+/// else fails with EROFS (Landlock does not cover them), and a test run cannot rewrite the
+/// tests it runs. Nothing here is seen outside: the namespace's mounts are private.
+fn read_only_elsewhere(
+    writable: &[PathBuf],
+    read_only: &[PathBuf],
+    in_user_namespace: bool,
+) -> Result<(), String> {
+    use rustix::mount::{mount_bind, mount_bind_recursive, mount_change, MountPropagationFlags};
+    use rustix::thread::{unshare_unsafe, UnshareFlags};
+    let uid = rustix::process::geteuid();
+    let gid = rustix::process::getegid();
+    let own_user = !uid.is_root() && !in_user_namespace;
+    let flags = if own_user {
+        UnshareFlags::NEWUSER | UnshareFlags::NEWNS
+    } else {
+        UnshareFlags::NEWNS
+    };
+    // SAFETY: this process is single-threaded and unshares no file table.
+    unsafe { unshare_unsafe(flags) }
+        .map_err(|e| format!("cannot create a mount namespace: {e}"))?;
+    if own_user {
+        map_own_ids(uid.as_raw(), gid.as_raw())?;
+    }
+    let fail = |what: &str, path: &std::path::Path, e: rustix::io::Errno| {
+        format!("cannot {what} {}: {e}", path.display())
+    };
+    let root = std::path::Path::new("/");
+    mount_change(
+        root,
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )
+    .map_err(|e| fail("make private", root, e))?;
+    for dir in writable.iter().filter(|d| d.exists()) {
+        mount_bind_recursive(dir, dir).map_err(|e| fail("bind", dir, e))?;
+    }
+    for path in read_only.iter().filter(|p| p.exists()) {
+        mount_bind(path, path).map_err(|e| fail("bind", path, e))?;
+    }
+    set_read_only(root, true, true)?;
+    for dir in writable.iter().filter(|d| d.exists()) {
+        set_read_only(dir, false, false)?;
+    }
+    // The working directory still points into the mount as it was before the binds: look it
+    // up again, so relative paths reach the writable bind.
+    let cwd = std::env::current_dir().map_err(|e| format!("cannot find the working dir: {e}"))?;
+    std::env::set_current_dir(&cwd)
+        .map_err(|e| format!("cannot enter {} again: {e}", cwd.display()))
+}
+
+/// Sets (or clears) the read-only flag of the mount at `path`, and of every mount below it
+/// when `recursive`: one `mount_setattr(2)`, which rustix does not wrap.
+fn set_read_only(path: &std::path::Path, read_only: bool, recursive: bool) -> Result<(), String> {
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 };
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| format!("{} holds a NUL byte", path.display()))?;
+    // SAFETY: mount_setattr reads `attr` (size given) and the NUL-terminated path; both live
+    // across the call.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if result != 0 {
+        return Err(format!(
+            "cannot make {} {}: {}",
+            path.display(),
+            if read_only { "read-only" } else { "writable" },
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 /// Sets the UP flag of `lo`: rustix has no interface ioctls, so the ioctls are libc's.
@@ -323,8 +434,9 @@ mod tests {
 
     #[test]
     fn probe_lines_parse_into_layers() {
-        let layers = parse_probe("network ok \nfilesystem error Landlock: not supported\nprocesses ok cgroup pids.max 512\n");
+        let layers = parse_probe("network ok \nfilesystem error Landlock: not supported\nreadonly ok \nprocesses ok cgroup pids.max 512\n");
         assert_eq!(layers.network, Ok(()));
+        assert_eq!(layers.read_only, Ok(()));
         assert_eq!(layers.filesystem, Err("Landlock: not supported".into()));
         assert_eq!(layers.processes, Ok("cgroup pids.max 512".into()));
         assert!(!layers.confines());

@@ -71,6 +71,8 @@ impl Default for Limits {
 pub struct Layers {
     pub network: Result<(), String>,
     pub filesystem: Result<(), String>,
+    /// Everything but the writable dirs read-only (a mount namespace): metadata too.
+    pub read_only: Result<(), String>,
     pub processes: Result<String, String>,
 }
 
@@ -91,6 +93,8 @@ pub struct Jail {
     /// work tree and files), but for the `shown` paths inside them (a venv, say).
     pub hidden: Vec<PathBuf>,
     pub shown: Vec<PathBuf>,
+    /// Paths inside the writable dirs that stay read-only (the tests, in the clean room).
+    pub read_only: Vec<PathBuf>,
     pub env: Vec<(String, String)>,
 }
 
@@ -108,12 +112,13 @@ pub struct Sandbox {
 
 /// What the helper is told, as its argv after `sandbox-exec`. Built as a pure value so that
 /// the exact confinement of a command can be checked by equality.
-pub fn helper_args(jail: &Jail, limits: &Limits, network: bool, filesystem: bool) -> Vec<OsString> {
+pub fn helper_args(jail: &Jail, limits: &Limits, layers: &Layers) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["sandbox-exec".into()];
     for (flag, dirs) in [
         ("--write", &jail.writable),
         ("--hide", &jail.hidden),
         ("--show", &jail.shown),
+        ("--read-only", &jail.read_only),
     ] {
         for dir in dirs {
             args.push(flag.into());
@@ -128,11 +133,14 @@ pub fn helper_args(jail: &Jail, limits: &Limits, network: bool, filesystem: bool
         args.push(flag.into());
         args.push(value.to_string().into());
     }
-    if !network {
-        args.push("--no-network-isolation".into());
-    }
-    if !filesystem {
-        args.push("--no-landlock".into());
+    for (holds, flag) in [
+        (layers.network.is_ok(), "--no-network-isolation"),
+        (layers.filesystem.is_ok(), "--no-landlock"),
+        (layers.read_only.is_ok(), "--no-read-only-rest"),
+    ] {
+        if !holds {
+            args.push(flag.into());
+        }
     }
     args
 }
@@ -253,8 +261,14 @@ impl Sandbox {
 
     fn probe(&self) -> std::io::Result<Layers> {
         let jail = self.model_jail();
+        let every_layer = Layers {
+            network: Ok(()),
+            filesystem: Ok(()),
+            read_only: Ok(()),
+            processes: Ok(String::new()),
+        };
         let child = Command::new(&self.helper)
-            .args(helper_args(&jail, &self.limits, true, true))
+            .args(helper_args(&jail, &self.limits, &every_layer))
             .arg("--probe")
             .env_clear()
             .envs(jail.env)
@@ -279,6 +293,7 @@ impl Sandbox {
             writable,
             hidden: Vec::new(),
             shown: Vec::new(),
+            read_only: Vec::new(),
             env: sandbox_env(
                 std::env::vars(),
                 &private.join("home"),
@@ -342,14 +357,9 @@ impl Sandbox {
                     ..self.limits
                 };
                 let mut c = Command::new(&self.helper);
-                c.args(helper_args(
-                    jail,
-                    &limits,
-                    layers.network.is_ok(),
-                    layers.filesystem.is_ok(),
-                ))
-                .arg("--")
-                .args(["sh", "-c", shell]);
+                c.args(helper_args(jail, &limits, layers))
+                    .arg("--")
+                    .args(["sh", "-c", shell]);
                 c
             }
         };
@@ -390,13 +400,18 @@ fn describe_layers(layers: &Layers) -> String {
         Err(e) => format!("processes NOT limited ({e})"),
     };
     format!(
-        "{}; {}; {processes}",
+        "{}; {}; {}; {processes}",
         part(&layers.network, "no network (own loopback only)", "network"),
         part(
             &layers.filesystem,
             "writes only in the work tree and a private temp dir, and tests cannot read the \
              checkout or the model's files (Landlock)",
             "writes"
+        ),
+        part(
+            &layers.read_only,
+            "all else read-only, the tests too while they run (mount namespace)",
+            "the rest of the filesystem"
         ),
     )
 }
@@ -426,9 +441,16 @@ mod tests {
             writable: vec![PathBuf::from("/w"), PathBuf::from("/p")],
             hidden: vec![PathBuf::from("/repo")],
             shown: vec![PathBuf::from("/repo/.venv")],
+            read_only: vec![PathBuf::from("/w/tests")],
             env: vec![],
         };
-        let args = helper_args(&jail, &Limits::default(), true, false);
+        let layers = Layers {
+            network: Ok(()),
+            filesystem: Err("Landlock: not supported".into()),
+            read_only: Err("EPERM".into()),
+            processes: Ok("cgroup".into()),
+        };
+        let args = helper_args(&jail, &Limits::default(), &layers);
         let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap()).collect();
         assert_eq!(
             args,
@@ -442,13 +464,16 @@ mod tests {
                 "/repo",
                 "--show",
                 "/repo/.venv",
+                "--read-only",
+                "/w/tests",
                 "--max-processes",
                 "512",
                 "--max-file-size",
                 "1073741824",
                 "--max-cpu",
                 "600",
-                "--no-landlock"
+                "--no-landlock",
+                "--no-read-only-rest"
             ]
         );
     }
@@ -458,6 +483,7 @@ mod tests {
         let layers = |network: Result<(), String>, filesystem: Result<(), String>| Layers {
             network,
             filesystem,
+            read_only: Ok(()),
             processes: Err("no cgroup".into()),
         };
         let full = layers(Ok(()), Ok(()));
@@ -483,8 +509,9 @@ mod tests {
         assert_eq!(
             describe(Some(&full), &[PathBuf::from("/cache")]),
             "no network (own loopback only); writes only in the work tree and a private temp dir, \
-             and tests cannot read the checkout or the model's files (Landlock); processes NOT \
-             limited (no cgroup); also writable on request: /cache"
+             and tests cannot read the checkout or the model's files (Landlock); all else \
+             read-only, the tests too while they run (mount namespace); processes NOT limited \
+             (no cgroup); also writable on request: /cache"
         );
     }
 

@@ -249,11 +249,16 @@ impl<'a> Verifier<'a> {
             extra.push(("npm_config_update_notifier".into(), "false".into()));
         }
         writable.extend(self.sandbox.allowed_writes().iter().cloned());
+        let read_only = match room.current_tree() {
+            Some(tree) => room.protected_paths(tree, self.protection)?,
+            None => Vec::new(),
+        };
         let jail = Jail {
             cwd: room.path().to_path_buf(),
             writable,
             hidden: self.hidden.clone(),
             shown: self.shown.clone(),
+            read_only,
             env: crate::sandbox::sandbox_env(std::env::vars(), &dirs.home, &dirs.tmp, &extra),
         };
         let label = self.plan.label.as_str();

@@ -121,6 +121,11 @@ impl CleanRoom {
         })
     }
 
+    /// The tree the clean room holds now.
+    pub fn current_tree(&self) -> Option<Oid> {
+        self.current
+    }
+
     /// The directory the tests run in.
     pub fn path(&self) -> &Path {
         &self.tree
@@ -185,6 +190,37 @@ impl CleanRoom {
         self.repo.set_head_detached(commit)?;
         self.current = Some(tree);
         Ok(())
+    }
+
+    /// The top-most entries of `tree` that `protection` covers, where they lie in the clean
+    /// room: they stay read-only while the tests run, so code under test cannot rewrite them.
+    pub fn protected_paths(
+        &self,
+        tree: Oid,
+        protection: &crate::guard::Protection,
+    ) -> Result<Vec<PathBuf>, WorkspaceError> {
+        let tree = self.repo.find_tree(tree)?;
+        let mut found = Vec::new();
+        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            let Ok(name) = entry.name() else {
+                return git2::TreeWalkResult::Ok;
+            };
+            let rel = Path::new(dir).join(name);
+            let is_dir = entry.kind() == Some(git2::ObjectType::Tree);
+            let covered = if is_dir {
+                protection.is_protected_dir(&rel)
+            } else {
+                protection.is_protected(&rel)
+            };
+            if covered {
+                found.push(self.tree.join(&rel));
+                if is_dir {
+                    return git2::TreeWalkResult::Skip;
+                }
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+        Ok(found)
     }
 
     /// The build cache of the test runs (`CARGO_TARGET_DIR`): the harness's, not the model's.
