@@ -461,14 +461,19 @@ impl TestResult {
 mod tests {
     use super::*;
 
-    fn detect_in(files: &[(&str, &str)], pytest: bool) -> Option<Detected> {
-        let paths: Vec<String> = files.iter().map(|(p, _)| p.to_string()).collect();
-        let read = |name: &str| {
+    /// Reads a file's text from a list of (path, text), as a commit's tree would give it.
+    fn reader<'a>(files: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
             files
                 .iter()
                 .find(|(p, _)| *p == name)
                 .map(|(_, t)| t.to_string())
-        };
+        }
+    }
+
+    fn detect_in(files: &[(&str, &str)], pytest: bool) -> Option<Detected> {
+        let paths: Vec<String> = files.iter().map(|(p, _)| p.to_string()).collect();
+        let read = reader(files);
         detect(&paths, &read, pytest)
     }
 
@@ -578,12 +583,7 @@ mod tests {
             ("test_calc.py", ""),
         ];
         let paths: Vec<String> = files.iter().map(|(p, _)| p.to_string()).collect();
-        let read = |name: &str| {
-            files
-                .iter()
-                .find(|(p, _)| *p == name)
-                .map(|(_, t)| t.to_string())
-        };
+        let read = reader(&files);
         let found = collected(
             Runner::Pytest,
             &TestCommand::Shell("python3 -m pytest -q".into()),
@@ -612,12 +612,7 @@ mod tests {
         assert_eq!(unittest.no_new, vec!["__init__.py"]);
         let cargo_files = [("src/lib.rs", "#[cfg(test)]\nmod tests;\n")];
         let cargo_paths = vec!["src/lib.rs".to_string()];
-        let cargo_read = |name: &str| {
-            cargo_files
-                .iter()
-                .find(|(p, _)| *p == name)
-                .map(|(_, t)| t.to_string())
-        };
+        let cargo_read = reader(&cargo_files);
         assert_eq!(
             collected(
                 Runner::Cargo,
@@ -640,12 +635,7 @@ mod tests {
             ),
             ("setup.cfg", "[tool:pytest]\npython_files = ignored_*.py\n"),
         ];
-        let read = |name: &str| {
-            files
-                .iter()
-                .find(|(p, _)| *p == name)
-                .map(|(_, t)| t.to_string())
-        };
+        let read = reader(&files);
         let pytest = TestCommand::Shell("pytest".into());
         assert_eq!(
             collected(Runner::Pytest, &pytest, &[], &read, &[]).protected,
