@@ -330,3 +330,49 @@ fn a_protected_file_hidden_by_gitignore_is_still_removed_before_the_tests() {
         ""
     );
 }
+
+#[test]
+fn commands_have_no_terminal_and_no_ipc_or_keys_shared_with_the_host() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let probe = "python3 - <<'EOF'\n\
+import ctypes, os\n\
+try:\n    os.open('/dev/tty', os.O_RDWR)\n    print('tty: opened')\n\
+except OSError as e:\n    print('tty:', e.strerror)\n\
+libc = ctypes.CDLL(None, use_errno=True)\n\
+print('shm:', libc.shmget(0x5eed, 4096, 0o1666))\n\
+key = libc.syscall(248, b'user', b'agent-git-test', b'+', 1, -4)\n\
+print('key:', key)\n\
+EOF";
+    let shm_before = ipcs();
+    let replies = json!([
+        calls("Look around.", vec![run("probe", probe), fix_add()]),
+        end_turn("Done.")
+    ]);
+    let run = env.fix_scripted(&repo, "agent/ipc", replies, &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let (_, text) = &run.results()["probe"];
+    assert!(
+        text.contains("tty: ") && !text.contains("tty: opened"),
+        "no terminal: {text}"
+    );
+    assert_eq!(
+        ipcs(),
+        shm_before,
+        "the segment stayed in its own IPC namespace: {text}"
+    );
+    let keys = std::fs::read_to_string("/proc/keys").unwrap_or_default();
+    assert!(
+        !keys.contains("agent-git-test"),
+        "the key stayed with the command: {text}"
+    );
+}
+
+/// The SysV shared memory segments of this host.
+fn ipcs() -> String {
+    let out = std::process::Command::new("ipcs")
+        .arg("-m")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

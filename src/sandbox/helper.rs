@@ -35,15 +35,16 @@ pub struct HelperArgs {
 }
 
 pub fn run(args: &HelperArgs) -> i32 {
+    // The cgroup is joined first, with the ids agent-git runs as, before a user namespace.
+    let processes = limit_processes(args.max_processes);
     let network = if args.network {
         isolate_network()
     } else {
         Err("not requested".into())
     };
-    let processes = limit_processes(args.max_processes);
     let limits = set_rlimits(args);
     let read_only = if args.read_only_rest {
-        let in_user_namespace = network.is_ok() && !rustix::process::geteuid().is_root();
+        let in_user_namespace = *network.as_ref().unwrap_or(&false);
         read_only_elsewhere(&args.writable, &args.read_only, in_user_namespace)
     } else {
         Err("not requested".into())
@@ -101,21 +102,46 @@ pub fn parse_probe(text: &str) -> super::Layers {
 
 /// A fresh network namespace with only its own loopback, brought up so that servers the
 /// command starts for itself can be reached.
-fn isolate_network() -> Result<(), String> {
+/// Also a private IPC namespace and a fresh session keyring, and a user namespace of its own
+/// (for root too, where the kernel allows): then SysV IPC objects and keys cannot carry state
+/// from one command to the next, or outlive the run. Returns whether the user namespace is
+/// its own.
+fn isolate_network() -> Result<bool, String> {
     use rustix::thread::{unshare_unsafe, UnshareFlags};
     let uid = rustix::process::geteuid();
     let gid = rustix::process::getegid();
-    if uid.is_root() {
-        // SAFETY: this process is single-threaded and unshares no file table.
-        unsafe { unshare_unsafe(UnshareFlags::NEWNET) }
-            .map_err(|e| format!("cannot create a network namespace: {e}"))?;
-    } else {
-        // SAFETY: as above.
-        unsafe { unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNET) }
-            .map_err(|e| format!("cannot create a user and network namespace: {e}"))?;
-        map_own_ids(uid.as_raw(), gid.as_raw())?;
+    let flags = UnshareFlags::NEWNET | UnshareFlags::NEWIPC;
+    // SAFETY: this process is single-threaded and unshares no file table.
+    let own_user = match unsafe { unshare_unsafe(UnshareFlags::NEWUSER | flags) } {
+        Ok(()) => {
+            map_own_ids(uid.as_raw(), gid.as_raw())?;
+            true
+        }
+        Err(_) if uid.is_root() => {
+            // SAFETY: as above.
+            unsafe { unshare_unsafe(flags) }
+                .map_err(|e| format!("cannot create a network namespace: {e}"))?;
+            false
+        }
+        Err(e) => return Err(format!("cannot create a user and network namespace: {e}")),
+    };
+    join_fresh_keyring();
+    loopback_up()?;
+    Ok(own_user)
+}
+
+/// Leaves the keyrings agent-git was started with for a new, empty session keyring.
+fn join_fresh_keyring() {
+    const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
+    // SAFETY: keyctl(JOIN_SESSION_KEYRING, NULL) reads no memory of ours; a kernel without
+    // keyrings answers ENOSYS, which leaves nothing to isolate.
+    unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        );
     }
-    loopback_up()
 }
 
 /// Maps this process's own ids in the user namespace it just entered, so files keep their
@@ -360,7 +386,6 @@ fn confine_files(
         "/dev/full",
         "/dev/random",
         "/dev/urandom",
-        "/dev/tty",
         "/dev/ptmx",
         "/dev/pts",
     ];

@@ -32,12 +32,20 @@ pub fn run_prepared(
     waiting: &mut dyn FnMut(Duration),
 ) -> std::io::Result<RawRun> {
     let mut out = tempfile::tempfile()?;
-    let mut child = command
+    command
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
-        .stderr(out.try_clone()?)
-        .process_group(0)
-        .spawn()?;
+        .stderr(out.try_clone()?);
+    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            // A session of its own: no controlling terminal, so nothing it runs can type into
+            // the user's (TIOCSTI) or read from it; and a process group to kill as one.
+            rustix::process::setsid()?;
+            Ok(())
+        });
+    }
+    let mut child = command.spawn()?;
     let started = Instant::now();
     let (status, timed_out, interrupted) = loop {
         if let Some(status) = child.try_wait()? {
@@ -69,7 +77,7 @@ fn kill_group(pid: u32) {
         .ok()
         .and_then(rustix::process::Pid::from_raw);
     if let Some(pid) = pid {
-        // The child leads its own group (process_group(0)); a group already gone is no error.
+        // The child leads its own session and group (setsid); a group already gone is fine.
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
 }
