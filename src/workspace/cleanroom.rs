@@ -35,6 +35,56 @@ const SETUP_INPUTS: &[&str] = &[
     "Gemfile.lock",
 ];
 
+type Snapshot = std::collections::HashMap<PathBuf, Stamp>;
+
+/// What a reset remembers of one entry of the tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    ctime: (i64, i64),
+    mtime: (i64, i64),
+    mode: u32,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            ino: meta.ino(),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            mode: meta.mode(),
+        }
+    }
+
+    fn is_dir(&self) -> bool {
+        self.mode & 0o170000 == 0o040000
+    }
+}
+
+/// Gives a directory back the mode and modification time it had, without the extended
+/// attributes a test run may have set on it.
+fn restore_dir(dir: &Path, was: &Stamp) -> Result<(), WorkspaceError> {
+    use std::os::unix::fs::PermissionsExt;
+    let fail = |e: std::io::Error| WorkspaceError::io("restore", dir, e);
+    let mut buffer = [0u8; 4096];
+    let len = rustix::fs::llistxattr(dir, &mut buffer[..]).unwrap_or(0);
+    for name in buffer[..len].split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let _ = rustix::fs::lremovexattr(dir, std::ffi::OsStr::from_bytes(name));
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(was.mode & 0o7777))
+        .map_err(fail)?;
+    let (secs, nanos) = was.mtime;
+    let when = std::time::UNIX_EPOCH
+        + std::time::Duration::new(
+            u64::try_from(secs).unwrap_or(0),
+            u32::try_from(nanos).unwrap_or(0),
+        );
+    std::fs::File::open(dir)
+        .and_then(|d| d.set_modified(when))
+        .map_err(fail)
+}
+
 pub struct CleanRoom {
     dir: tempfile::TempDir,
     tree: PathBuf,
@@ -50,6 +100,8 @@ pub struct CleanRoom {
     runs: u32,
     /// Whether a test run has built into the shared build cache since it was last fresh.
     cache_written: bool,
+    /// The tree's entries as the last reset left them.
+    snapshot: Option<Snapshot>,
 }
 
 /// The private directories of one test run: a fresh HOME, TMPDIR and a place for results.
@@ -118,6 +170,7 @@ impl CleanRoom {
             setup_from: None,
             runs: 0,
             cache_written: false,
+            snapshot: None,
         })
     }
 
@@ -140,8 +193,104 @@ impl CleanRoom {
     /// but what the setup command made. Anything a test run planted is removed before any file
     /// is written, so no write follows a link it left.
     pub fn reset_to(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
-        // git's status never reports the tree's own `.git`: whatever a test run left there
-        // goes first.
+        let snapshot = self.snapshot.take();
+        let dirty = match &snapshot {
+            Some(snapshot) => self.undo_changes_since(snapshot)?,
+            None => self.sweep_untracked()?,
+        };
+        if !dirty && snapshot.is_some() && self.current == Some(tree) {
+            // Nothing moved: the snapshot still describes the tree.
+            self.snapshot = snapshot;
+            return Ok(());
+        }
+        let target = self.repo.find_tree(tree)?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .force()
+            .remove_untracked(false)
+            .remove_ignored(false);
+        self.repo
+            .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        // HEAD names what is checked out: the next checkout then writes only what differs
+        // from it (and what a test run changed), not every file.
+        let when = git2::Time::new(0, 0);
+        let signature = git2::Signature::new(AGENT, AGENT_EMAIL, &when)?;
+        let commit = self
+            .repo
+            .commit(None, &signature, &signature, "clean room", &target, &[])?;
+        self.repo.set_head_detached(commit)?;
+        self.current = Some(tree);
+        self.snapshot = Some(self.take_snapshot()?);
+        Ok(())
+    }
+
+    /// Everything in the tree as the last reset left it: inode, change time, mode and
+    /// modification time of each entry. Any write, chmod, touch, link or extended attribute a
+    /// test run makes moves an entry's change time, which no test run can set back.
+    fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
+        let mut snapshot = Snapshot::new();
+        let mut walk = walkdir::WalkDir::new(&self.tree)
+            .follow_links(false)
+            .into_iter();
+        while let Some(entry) = walk.next() {
+            let entry = entry?;
+            let rel = entry
+                .path()
+                .strip_prefix(&self.tree)
+                .unwrap_or(entry.path());
+            if self.setup_outputs.contains(rel) {
+                walk.skip_current_dir();
+                continue;
+            }
+            snapshot.insert(rel.to_path_buf(), Stamp::of(&entry.metadata()?));
+        }
+        Ok(snapshot)
+    }
+
+    /// Removes whatever a test run added or changed since `snapshot` (a directory whose
+    /// content changed gets its mode, times and extended attributes back, and its entries are
+    /// judged one by one). Returns whether anything was changed, removed or is missing.
+    fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<bool, WorkspaceError> {
+        let mut dirty = false;
+        let mut seen = 0usize;
+        let mut walk = walkdir::WalkDir::new(&self.tree)
+            .follow_links(false)
+            .into_iter();
+        while let Some(entry) = walk.next() {
+            let entry = entry?;
+            let rel = entry
+                .path()
+                .strip_prefix(&self.tree)
+                .unwrap_or(entry.path());
+            if self.setup_outputs.contains(rel) {
+                walk.skip_current_dir();
+                continue;
+            }
+            let meta = entry.metadata()?;
+            let now = Stamp::of(&meta);
+            match snapshot.get(rel) {
+                Some(was) if *was == now => seen += 1,
+                Some(was) if meta.is_dir() && was.is_dir() => {
+                    restore_dir(entry.path(), was)?;
+                    seen += 1;
+                    dirty = true;
+                }
+                _ => {
+                    remove_entry(entry.path())?;
+                    if meta.is_dir() {
+                        walk.skip_current_dir();
+                    }
+                    dirty = true;
+                }
+            }
+        }
+        Ok(dirty || seen < snapshot.len())
+    }
+
+    /// Before the first snapshot: removes what git does not track (and the setup command did
+    /// not make), and every file git sees changed.
+    fn sweep_untracked(&self) -> Result<bool, WorkspaceError> {
+        // git's status never reports the tree's own `.git`.
         let planted_git = self.tree.join(".git");
         let mut dirty = std::fs::symlink_metadata(&planted_git).is_ok();
         remove_entry(&planted_git)?;
@@ -166,30 +315,10 @@ impl CleanRoom {
             }
             dirty = true;
             // A changed file goes too: the checkout then writes it anew, whatever its stat
-            // data now claims (a test run can set an old mtime on a file it rewrote).
+            // data now claims.
             remove_entry(&self.tree.join(rel))?;
         }
-        if !dirty && self.current == Some(tree) {
-            return Ok(());
-        }
-        let target = self.repo.find_tree(tree)?;
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .force()
-            .remove_untracked(false)
-            .remove_ignored(false);
-        self.repo
-            .checkout_tree(target.as_object(), Some(&mut checkout))?;
-        // HEAD names what is checked out: the next checkout then writes only what differs
-        // from it (and what a test run changed), not every file.
-        let when = git2::Time::new(0, 0);
-        let signature = git2::Signature::new(AGENT, AGENT_EMAIL, &when)?;
-        let commit = self
-            .repo
-            .commit(None, &signature, &signature, "clean room", &target, &[])?;
-        self.repo.set_head_detached(commit)?;
-        self.current = Some(tree);
-        Ok(())
+        Ok(dirty)
     }
 
     /// The top-most entries of `tree` that `protection` covers, where they lie in the clean
@@ -444,6 +573,47 @@ mod tests {
             0,
             "nothing was written through the link"
         );
+    }
+
+    #[test]
+    fn a_reset_undoes_metadata_and_hidden_state_a_test_run_left() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, tree) = repo_with(
+            dir.path(),
+            &[("calc.py", "x = 1\n"), ("data/table.txt", "1\n")],
+        );
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        room.reset_to(tree).unwrap();
+        let root = room.path().to_path_buf();
+        let data = root.join("data");
+        let calc = root.join("calc.py");
+        let data_mtime = std::fs::metadata(&data).unwrap().mtime();
+        let calc_mode = std::fs::metadata(&calc).unwrap().mode();
+
+        // A test run leaves state where git does not look: a `.git` in a tracked directory,
+        // a directory's time, a file's mode, an extended attribute, a second name.
+        std::fs::create_dir_all(data.join(".git")).unwrap();
+        std::fs::write(data.join(".git/state"), "+").unwrap();
+        std::fs::set_permissions(&calc, std::fs::Permissions::from_mode(0o000)).unwrap();
+        let _ = rustix::fs::setxattr(&calc, "user.state", b"+", rustix::fs::XattrFlags::empty());
+        std::fs::hard_link(root.join("data/table.txt"), root.join("alias.txt")).unwrap();
+        std::fs::File::open(&data)
+            .unwrap()
+            .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_234_567))
+            .unwrap();
+
+        room.reset_to(tree).unwrap();
+        assert!(!data.join(".git").exists());
+        assert!(!root.join("alias.txt").exists());
+        assert_eq!(std::fs::metadata(&data).unwrap().mtime(), data_mtime);
+        assert_eq!(std::fs::metadata(&calc).unwrap().mode(), calc_mode);
+        let mut names = [0u8; 256];
+        assert_eq!(
+            rustix::fs::llistxattr(&calc, &mut names[..]).unwrap_or(0),
+            0
+        );
+        assert_eq!(read(&room, "calc.py"), "x = 1\n");
     }
 
     #[test]
