@@ -1012,8 +1012,9 @@ fn cargo_test_modules_in_their_own_files_targets_and_workspaces_are_protected() 
             ("Cargo.toml", manifest),
             (
                 "src/lib.rs",
-                "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n#[cfg(test)]\nmod tests;\n",
+                "#![doc = include_str!(\"../README.md\")]\n\npub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n#[cfg(test)]\nmod tests;\n",
             ),
+            ("README.md", "# calc\n\n```\nassert_eq!(calc::add(2, 3), 5);\n```\n"),
             (
                 "src/tests.rs",
                 "use super::*;\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n",
@@ -1047,6 +1048,11 @@ fn cargo_test_modules_in_their_own_files_targets_and_workspaces_are_protected() 
                     "write_file",
                     json!({"path": "Cargo.toml", "content": manifest.replace("0.1.0", "0.1.1")})
                 ),
+                tool(
+                    "readme",
+                    "edit_file",
+                    json!({"path": "README.md", "old_text": "```\nassert", "new_text": "```should_panic\nassert"})
+                ),
             ]
         ),
         end_turn("Done."),
@@ -1063,6 +1069,7 @@ fn cargo_test_modules_in_their_own_files_targets_and_workspaces_are_protected() 
     run.assert_refused("module", "src/tests.rs");
     run.assert_refused("bin", "Cargo.toml [bin]");
     run.assert_refused("workspace", "Cargo.toml [workspace]");
+    run.assert_refused("readme", "README.md");
     assert!(!run.results()["version"].0, "the package's version is free");
     let home = std::env::var("HOME").unwrap();
     let path = std::env::var("PATH").unwrap();
@@ -1155,4 +1162,76 @@ fn code_under_test_cannot_rewrite_the_tests_while_they_run() {
     let (passed, _) = export_and_test(&env, &repo, "agent/rewrite", PYTEST, &pytest_path());
     let exported = env.path().join("export-agent-rewrite/test_calc.py");
     assert!(passed && std::fs::read_to_string(exported).unwrap() != TEST_CALC);
+}
+
+#[test]
+fn doctest_files_and_load_tests_hooks_are_tests_too() {
+    let env = TestEnv::new();
+    // pytest collects test*.txt as doctests by default.
+    let repo = pytest_calc(
+        &env,
+        &[(
+            "test_usage.txt",
+            ">>> from calc import add\n>>> add(2, 3)\n5\n",
+        )],
+    );
+    let before = UserState::capture(&env, &repo);
+    let replies = json!([
+        calls(
+            "Document the current behaviour.",
+            vec![tool(
+                "doc",
+                "edit_file",
+                json!({"path": "test_usage.txt", "old_text": "5\n", "new_text": "-1\n"})
+            )]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = fix_with_pytest(&env, &repo, "agent/doctest", replies);
+    run.assert_refused("doc", "protected");
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/doctest",
+        &run,
+        PYTEST,
+        &pytest_path(),
+    );
+
+    // unittest's discovery asks a package's __init__.py which tests there are.
+    let unit = "import unittest\nfrom pkg.calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n";
+    let repo = env.repo(
+        "pkg-repo",
+        &[
+            ("pkg/__init__.py", "\"\"\"Calc.\"\"\"\n"),
+            ("pkg/calc.py", CALC),
+            ("pkg/test_calc.py", unit),
+        ],
+    );
+    let before = UserState::capture(&env, &repo);
+    let hook = "def load_tests(loader, tests, pattern):\n    return loader.suiteClass()\n";
+    let replies = json!([
+        calls(
+            "Package setup.",
+            vec![tool(
+                "hook",
+                "write_file",
+                json!({"path": "pkg/__init__.py", "content": hook})
+            )]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted(&repo, "agent/load-tests", replies, &["--max-turns", "2"]);
+    run.assert_refused("hook", "pkg/__init__.py [its doctests and load_tests]");
+    let path = std::env::var("PATH").unwrap();
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/load-tests",
+        &run,
+        "python3 -m unittest discover",
+        &path,
+    );
 }

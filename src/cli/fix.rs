@@ -224,8 +224,13 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     };
     let tests = test_plan(&files, &read, &settings, python.pytest)?;
     let found = collected(tests.runner, &tests.command, &files, &read, &python.modules);
-    let protection = Protection::with_no_new(&found.protected, &found.no_new, &settings.protect)
-        .map_err(usage)?;
+    let protection = Protection::with_no_new(
+        &found.protected,
+        &found.no_new,
+        found.shadows,
+        &settings.protect,
+    )
+    .map_err(usage)?;
     let allow_write = writable_dirs(&settings.allow_write)?;
     let run_id = new_run_id();
     let branch = args

@@ -20,6 +20,12 @@ fn sections_of(file_name: &str) -> Option<Kind> {
             &["bin"],
             &["example"],
             &["workspace"],
+            // What the tests are built against: their own dependencies, and any crate swapped.
+            &["dev-dependencies"],
+            &["dev_dependencies"],
+            &["patch"],
+            &["replace"],
+            &["target"],
             &["lib", "test"],
             &["lib", "doctest"],
             &["lib", "harness"],
@@ -34,7 +40,12 @@ fn sections_of(file_name: &str) -> Option<Kind> {
             &["scripts", "posttest"],
             &["jest"],
             &["mocha"],
+            &["devDependencies"],
+            &["overrides"],
+            &["resolutions"],
+            &["pnpm"],
         ])),
+        "go.mod" => Some(Kind::GoMod),
         _ => None,
     }
 }
@@ -43,6 +54,8 @@ enum Kind {
     Toml(&'static [&'static [&'static str]]),
     Ini(&'static [&'static str]),
     Json(&'static [&'static [&'static str]]),
+    /// go.mod's `replace` directives: a module swapped for another.
+    GoMod,
 }
 
 /// Names the test sections that differ between two versions of `path` (None when `path` is
@@ -97,8 +110,9 @@ fn changed_inline_tests(path: &Path, old: Option<&[u8]>, new: Option<&[u8]>) -> 
             "its tests: #[cfg(test)] items, #[test] functions, doc tests",
         )
     } else {
-        let same = source::python_doctests(&old) == source::python_doctests(&new);
-        (same, "its doctests")
+        let same = source::python_doctests(&old) == source::python_doctests(&new)
+            && source::python_load_tests(&old) == source::python_load_tests(&new);
+        (same, "its doctests and load_tests")
     };
     (!same).then(|| format!("{} [{what}]", path.display()))
 }
@@ -108,6 +122,7 @@ impl Kind {
         match self {
             Kind::Toml(keys) | Kind::Json(keys) => keys.len(),
             Kind::Ini(sections) => sections.len(),
+            Kind::GoMod => 1,
         }
     }
 
@@ -115,6 +130,7 @@ impl Kind {
         match self {
             Kind::Toml(keys) | Kind::Json(keys) => keys.iter().map(|k| k.join(".")).collect(),
             Kind::Ini(sections) => sections.iter().map(|s| s.to_string()).collect(),
+            Kind::GoMod => vec!["replace".to_string()],
         }
     }
 
@@ -141,8 +157,33 @@ impl Kind {
                     .collect())
             }
             Kind::Ini(sections) => Ok(sections.iter().map(|s| ini_section(text, s)).collect()),
+            Kind::GoMod => Ok(vec![go_replaces(text)]),
         }
     }
+}
+
+/// go.mod's `replace` directives, one per line, whether single or in a `replace ( ... )` block.
+fn go_replaces(text: &str) -> Option<String> {
+    let mut found = String::new();
+    let mut block = false;
+    for line in text
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or("").trim())
+    {
+        if block {
+            if line == ")" {
+                block = false;
+            } else if !line.is_empty() {
+                found.push_str(&format!("{line}\n"));
+            }
+        } else if let Some(rest) = line.strip_prefix("replace") {
+            match rest.trim() {
+                "(" => block = true,
+                single => found.push_str(&format!("{single}\n")),
+            }
+        }
+    }
+    (!found.is_empty()).then_some(found)
 }
 
 fn lookup_toml<'a>(root: &'a toml::Value, key: &[&str]) -> Option<&'a toml::Value> {
@@ -269,5 +310,30 @@ mod tests {
             Some("Cargo.toml [profile]".into())
         );
         assert_eq!(change("calc.py", Some("a"), Some("b")), None);
+        let patched =
+            format!("{cargo}\n[patch.crates-io]\nassert-json-diff = {{ path = \"vendor/a\" }}\n");
+        assert_eq!(
+            change("Cargo.toml", Some(cargo), Some(&patched)),
+            Some("Cargo.toml [patch]".into())
+        );
+        let module = "module example.com/calc\n\ngo 1.22\n";
+        let replaced = format!("{module}\nreplace (\n\texample.com/assert => ./fake\n)\n");
+        assert_eq!(
+            change("go.mod", Some(module), Some(&replaced)),
+            Some("go.mod [replace]".into())
+        );
+        assert_eq!(
+            change(
+                "go.mod",
+                Some(module),
+                Some(&module.replace("1.22", "1.23"))
+            ),
+            None
+        );
+        let hook = "def load_tests(loader, tests, pattern):\n    return loader.suiteClass()\n";
+        assert_eq!(
+            change("pkg/__init__.py", Some("VERSION = 1\n"), Some(hook)),
+            Some("pkg/__init__.py [its doctests and load_tests]".into())
+        );
     }
 }

@@ -98,22 +98,61 @@ pub struct Protection {
     defaults: Gitignore,
     /// The user's patterns (flags, git config, `.agentgit`): matched as written.
     extra: Gitignore,
-    /// Where no new file may appear (modules the runner would import in place of its own).
+    /// Where no new file may appear (a package unittest's discovery would import).
     no_new: Gitignore,
+    /// Names no new module may take where the runner would import it first.
+    shadows: Shadows,
+}
+
+/// The directories the interpreter looks in first when the tests run (the tree's root under
+/// `python3 -m`, and each directory pytest puts on `sys.path` for its tests), and the names a
+/// module there would steal from outside the tree (the standard library, installed packages).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Shadows {
+    pub dirs: Vec<PathBuf>,
+    pub names: std::collections::BTreeSet<String>,
+}
+
+impl Shadows {
+    /// Whether a new `rel` would stand in for a module of that name: `json.py`, `json/`,
+    /// `json.cpython-311-x86_64-linux-gnu.so` in one of the directories.
+    fn covers(&self, rel: &Path) -> bool {
+        self.dirs.iter().any(|dir| {
+            let Ok(inside) = rel.strip_prefix(dir) else {
+                return false;
+            };
+            let mut parts = inside.components();
+            let Some(first) = parts.next() else {
+                return false;
+            };
+            let first = first.as_os_str().to_string_lossy();
+            let is_package = parts.next().is_some();
+            let module = if is_package {
+                Some(first.as_ref())
+            } else {
+                first.split_once('.').and_then(|(stem, ext)| {
+                    let native = ext.ends_with("so") || ext.ends_with("pyd");
+                    (ext == "py" || native).then_some(stem)
+                })
+            };
+            module.is_some_and(|m| self.names.contains(m))
+        })
+    }
 }
 
 impl Protection {
     /// The default patterns, `runner` (what the detected runner collects and reads, matched
     /// like the defaults) and `extra` (from flags and config, matched as written).
     pub fn new(runner: &[String], extra: &[String]) -> Result<Self, String> {
-        Self::with_no_new(runner, &[], extra)
+        Self::with_no_new(runner, &[], Shadows::default(), extra)
     }
 
-    /// As `new`, and `no_new`: paths where the agent may not add a file, though it may change
-    /// one the base has there.
+    /// As `new`, and where the agent may not add a file, though it may change one the base
+    /// has there: `no_new` patterns, and modules that `shadows` covers.
     pub fn with_no_new(
         runner: &[String],
         no_new: &[String],
+        shadows: Shadows,
         extra: &[String],
     ) -> Result<Self, String> {
         let defaults = DEFAULT_TESTS
@@ -126,6 +165,7 @@ impl Protection {
             defaults: matcher(defaults, true)?,
             extra: matcher(extra.iter().cloned(), false)?,
             no_new: matcher(no_new.iter().cloned(), false)?,
+            shadows,
         })
     }
 
@@ -140,10 +180,11 @@ impl Protection {
     /// Whether a new file may not appear at `rel`.
     pub fn refuses_new(&self, rel: &Path) -> bool {
         !rel.as_os_str().is_empty()
-            && self
+            && (self
                 .no_new
                 .matched_path_or_any_parents(rel, false)
                 .is_ignore()
+                || self.shadows.covers(rel))
     }
 
     /// Whether a path relative to the work tree root, or any directory above it, is protected.
@@ -391,6 +432,33 @@ mod tests {
             "",
         ] {
             assert!(!p.is_protected(Path::new(path)), "{path} should be free");
+        }
+    }
+
+    #[test]
+    fn new_modules_may_not_stand_in_for_outside_ones_where_the_tests_look_first() {
+        let shadows = Shadows {
+            dirs: vec![PathBuf::new(), PathBuf::from("pkg")],
+            names: ["json", "pluggy"].map(String::from).into(),
+        };
+        let p = Protection::with_no_new(&[], &[], shadows, &[]).unwrap();
+        for path in [
+            "json.py",
+            "pluggy/__init__.py",
+            "json.cpython-311-x86_64-linux-gnu.so",
+            "pkg/json.py",
+            "pkg/json/decoder.py",
+        ] {
+            assert!(p.refuses_new(Path::new(path)), "{path}");
+        }
+        for path in [
+            "calc.py",
+            "lib/json.py",
+            "jsonx.py",
+            "json.txt",
+            "pkg/calc.py",
+        ] {
+            assert!(!p.refuses_new(Path::new(path)), "{path}");
         }
     }
 

@@ -85,6 +85,22 @@ struct TestModules {
 }
 
 impl<'ast> Visit<'ast> for TestModules {
+    fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
+        // `#[doc = include_str!("../README.md")]`: that file's code blocks are doc tests.
+        let syn::Meta::NameValue(pair) = &attr.meta else {
+            return;
+        };
+        let syn::Expr::Macro(call) = &pair.value else {
+            return;
+        };
+        if attr.path().is_ident("doc") && call.mac.path.is_ident("include_str") {
+            if let Ok(included) = call.mac.parse_body::<syn::LitStr>() {
+                let path = self.dir.join(included.value());
+                self.files.push(normal(&path));
+            }
+        }
+    }
+
     fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
         let test = self.in_test || module.attrs.iter().any(is_test_attr);
         let name = module.ident.to_string();
@@ -137,6 +153,21 @@ fn path_attr(attrs: &[syn::Attribute]) -> Option<String> {
         })
 }
 
+/// A relative path with `.` and `..` folded away, `/`-separated.
+fn normal(path: &std::path::Path) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                parts.pop();
+            }
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            _ => {}
+        }
+    }
+    parts.join("/")
+}
+
 #[derive(Default)]
 struct RustTests {
     items: Vec<String>,
@@ -145,8 +176,13 @@ struct RustTests {
 
 impl<'ast> Visit<'ast> for RustTests {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        if attrs_of(item).iter().any(is_test_attr) {
-            self.items.push(item.to_token_stream().to_string());
+        let tokens = || item.to_token_stream().to_string();
+        // A macro's input is opaque to the parser: one that may hold tests or doc tests
+        // counts as a test whole.
+        let macro_with_tests = matches!(item, syn::Item::Macro(_))
+            && (tokens().contains("```") || has_word(&tokens(), "test"));
+        if attrs_of(item).iter().any(is_test_attr) || macro_with_tests {
+            self.items.push(tokens());
             return;
         }
         syn::visit::visit_item(self, item);
@@ -157,16 +193,25 @@ impl<'ast> Visit<'ast> for RustTests {
             return;
         }
         if let syn::Meta::NameValue(pair) = &attr.meta {
-            if let syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(text),
-                ..
-            }) = &pair.value
-            {
-                self.docs.push_str(&text.value());
-                self.docs.push('\n');
+            match &pair.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(text),
+                    ..
+                }) => {
+                    self.docs.push_str(&text.value());
+                    self.docs.push('\n');
+                }
+                // `include_str!("../README.md")`: its doc tests live in that file.
+                other => self.items.push(format!("doc: {}", other.to_token_stream())),
             }
         }
     }
+}
+
+/// Whether `word` stands alone in `text` (not inside `testing` or `contest`).
+fn has_word(text: &str, word: &str) -> bool {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .any(|w| w == word)
 }
 
 fn attrs_of(item: &syn::Item) -> &[syn::Attribute] {
@@ -201,13 +246,11 @@ fn is_test_attr(attr: &syn::Attribute) -> bool {
     if !(path.is_ident("cfg") || path.is_ident("cfg_attr")) {
         return false;
     }
-    let tokens = attr.meta.to_token_stream().to_string();
-    tokens
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .any(|word| word == "test")
+    has_word(&attr.meta.to_token_stream().to_string(), "test")
 }
 
-/// The fenced code blocks of doc text, each as its trimmed lines.
+/// The fenced code blocks of doc text, each as its opening fence (`should_panic`, `ignore`
+/// change what the test means) and its trimmed lines.
 fn fenced_blocks(docs: &str) -> Vec<String> {
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
@@ -215,7 +258,7 @@ fn fenced_blocks(docs: &str) -> Vec<String> {
         if line.starts_with("```") {
             match current.take() {
                 Some(block) => blocks.push(block),
-                None => current = Some(String::new()),
+                None => current = Some(format!("{line}\n")),
             }
             continue;
         }
@@ -225,6 +268,31 @@ fn fenced_blocks(docs: &str) -> Vec<String> {
         }
     }
     blocks
+}
+
+/// A Python module's `load_tests`, the hook unittest's discovery calls on a test module or a
+/// package's `__init__.py` to decide which tests there are: every top-level statement that
+/// defines, assigns or imports it, with its body.
+pub fn python_load_tests(text: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let top_level = !line.starts_with([' ', '\t']) && !line.trim().is_empty();
+        if top_level {
+            let names_it = line
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .any(|w| w == "load_tests");
+            inside = names_it;
+            if inside {
+                found.push(String::new());
+            }
+        }
+        if let (true, Some(statement)) = (inside, found.last_mut()) {
+            statement.push_str(line.trim_end());
+            statement.push('\n');
+        }
+    }
+    found
 }
 
 /// The doctest examples of a Python file: each `>>>` example with its continuation lines and
@@ -284,7 +352,7 @@ mod tests {
             "{}",
             tests[0]
         );
-        assert_eq!(tests[1], "doc: assert_eq!(calc::add(2, 3), 5);\n");
+        assert_eq!(tests[1], "doc: ```\nassert_eq!(calc::add(2, 3), 5);\n");
 
         let fixed = LIB.replace("    a - b", "    // fixed\n    a + b");
         assert_eq!(
@@ -296,6 +364,25 @@ mod tests {
         assert_ne!(rust_tests(&cheat), Some(tests.clone()));
         let doc_cheat = LIB.replace("calc::add(2, 3), 5", "calc::add(2, 3), -1");
         assert_ne!(rust_tests(&doc_cheat), Some(tests.clone()));
+        let panics = LIB.replace("/// ```\n/// assert", "/// ```should_panic\n/// assert");
+        assert_ne!(
+            rust_tests(&panics),
+            Some(tests.clone()),
+            "the fence says what it tests"
+        );
+        let in_macro =
+            "unit_tests! {\n    #[test]\n    fn adds() { assert_eq!(add(2, 3), 5); }\n}\n";
+        assert_ne!(
+            rust_tests(in_macro),
+            rust_tests(&in_macro.replace(", 5)", ", -1)")),
+            "tests inside a macro's input"
+        );
+        let readme = "#![doc = include_str!(\"../README.md\")]\npub fn add() {}\n";
+        assert_eq!(rust_tests(readme).unwrap().len(), 1);
+        assert_eq!(
+            rust_test_module_files("src/lib.rs", readme),
+            vec!["README.md"]
+        );
         let async_test = "#[tokio::test]\nasync fn t() { assert!(true) }\n";
         assert_eq!(rust_tests(async_test).unwrap().len(), 1);
         assert_eq!(rust_tests("fn broken( {"), None);
@@ -339,6 +426,21 @@ mod tests {
         assert!(tests[0].starts_with("#[cfg(test)]\nmod tests {"));
         let cheat = broken.replace("super::add(2, 3), 5", "super::add(2, 3), -1");
         assert_ne!(rust_tests_by_text(&cheat), tests);
+    }
+
+    #[test]
+    fn load_tests_hooks_are_found_with_their_bodies() {
+        let init = "\"\"\"The package.\"\"\"\nfrom .calc import add\n\n\ndef load_tests(loader, tests, pattern):\n    return tests\n\n\nVERSION = 1\n";
+        assert_eq!(
+            python_load_tests(init),
+            vec!["def load_tests(loader, tests, pattern):\n    return tests\n\n\n"]
+        );
+        assert_eq!(
+            python_load_tests(&init.replace("VERSION = 1", "VERSION = 2")),
+            python_load_tests(init)
+        );
+        assert!(python_load_tests("from x import load_tests\n").len() == 1);
+        assert!(python_load_tests("import calc\n").is_empty());
     }
 
     #[test]

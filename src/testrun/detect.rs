@@ -141,10 +141,11 @@ pub struct Collected {
     /// `test*.py`, pytest its configured `python_files`, cargo the files of out-of-line test
     /// modules, make its makefiles; and every file of the tree the test command names.
     pub protected: Vec<String>,
-    /// Paths no new file may take: a module the runner would import in place of its own (a
-    /// new root `shlex.py` or `pygments/` for `python3 -m pytest`, which puts the tree first
-    /// on sys.path), or a package unittest's discovery would import.
+    /// Paths no new file may take: a package unittest's discovery would import.
     pub no_new: Vec<String>,
+    /// Where a new module would be imported in place of one from outside the tree: the root
+    /// (`python3 -m pytest` puts it first on sys.path) and every directory that holds tests.
+    pub shadows: crate::guard::Shadows,
 }
 
 /// `paths` are the base's files, `read` their text, `python_modules` the names the project's
@@ -163,7 +164,7 @@ pub fn collected(
             found.protected.push("test*.py".into());
             found.no_new.push("__init__.py".into());
         }
-        Runner::Pytest => found.protected.extend(pytest_python_files(read)),
+        Runner::Pytest => found.protected.extend(pytest_collects(read)),
         Runner::Cargo => {
             found.protected.push("benches/".into());
             for rs in paths.iter().filter(|p| p.ends_with(".rs")) {
@@ -189,11 +190,20 @@ pub fn collected(
         runner,
         Runner::Pytest | Runner::Unittest | Runner::BuiltinPython
     ) || paths.iter().any(|p| is_python_test_file(p));
-    if python {
-        for name in python_modules {
-            found.no_new.push(format!("/{name}.py"));
-            found.no_new.push(format!("/{name}/"));
+    if python && !python_modules.is_empty() {
+        let mut dirs: Vec<std::path::PathBuf> = vec![std::path::PathBuf::new()];
+        for test in paths.iter().filter(|p| is_python_test_file(p)) {
+            let dir = std::path::Path::new(test)
+                .parent()
+                .unwrap_or(std::path::Path::new(""));
+            if !dirs.iter().any(|d| d == dir) {
+                dirs.push(dir.to_path_buf());
+            }
         }
+        found.shadows = crate::guard::Shadows {
+            dirs,
+            names: python_modules.iter().cloned().collect(),
+        };
     }
     found
 }
@@ -246,18 +256,42 @@ fn files_the_command_names(
 }
 
 /// The `python_files` patterns of the base's pytest configuration, wherever it is set.
-fn pytest_python_files(read: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+/// What pytest collects beyond the defaults: its configured `python_files`, and the files its
+/// doctest glob takes (`test*.txt` unless configured, in `doctest_glob` or `--doctest-glob`).
+fn pytest_collects(read: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut globs = pytest_setting(read, "python_files");
+    let options = pytest_setting(read, "addopts");
+    let from_options: Vec<String> = options
+        .iter()
+        .enumerate()
+        .filter_map(|(i, word)| match word.strip_prefix("--doctest-glob") {
+            Some(rest) if rest.starts_with('=') => Some(rest[1..].to_string()),
+            Some("") => options.get(i + 1).cloned(),
+            _ => None,
+        })
+        .map(|g| g.trim_matches(['"', '\'']).to_string())
+        .collect();
+    let doctests = [pytest_setting(read, "doctest_glob"), from_options].concat();
+    if doctests.is_empty() {
+        globs.push("test*.txt".into());
+    }
+    globs.extend(doctests);
+    globs
+}
+
+/// A pytest setting of the base, wherever it is set, as its words.
+fn pytest_setting(read: &dyn Fn(&str) -> Option<String>, key: &str) -> Vec<String> {
     let ini = |file: &str, section: &str| {
         let text = read(file)?;
-        ini_value(&text, section, "python_files")
+        ini_value(&text, section, key)
     };
     let toml = || {
         let table: toml::Table = read("pyproject.toml")?.parse().ok()?;
         let pytest = table.get("tool")?.get("pytest")?;
         let value = pytest
             .get("ini_options")
-            .and_then(|o| o.get("python_files"))
-            .or_else(|| pytest.get("python_files"))?;
+            .and_then(|o| o.get(key))
+            .or_else(|| pytest.get(key))?;
         Some(match value {
             toml::Value::Array(items) => items
                 .iter()
@@ -594,13 +628,15 @@ mod tests {
         assert_eq!(
             found.protected,
             vec![
+                "test*.txt",
                 "/check.sh",
                 "/config.env",
                 "/scripts/run-tests.sh",
                 "/tools/runner.py"
             ]
         );
-        assert_eq!(found.no_new, vec!["/shlex.py", "/shlex/"]);
+        assert_eq!(found.shadows.dirs, vec![std::path::PathBuf::new()]);
+        assert!(found.shadows.names.contains("shlex"));
         let unittest = collected(
             Runner::BuiltinPython,
             &TestCommand::BuiltinPython { unittest: true },
@@ -639,15 +675,18 @@ mod tests {
         let pytest = TestCommand::Shell("pytest".into());
         assert_eq!(
             collected(Runner::Pytest, &pytest, &[], &read, &[]).protected,
-            vec!["check_*.py", "*_checks.py"]
+            vec!["check_*.py", "*_checks.py", "test*.txt"],
+            "pytest's own doctest glob, unless configured"
         );
         let ini = |name: &str| {
-            (name == "pytest.ini")
-                .then(|| "[pytest]\npython_files =\n    t_*.py\n    *_t.py\n".into())
+            (name == "pytest.ini").then(|| {
+                "[pytest]\npython_files =\n    t_*.py\n    *_t.py\naddopts = --doctest-glob='*.md' -q\n"
+                    .into()
+            })
         };
         assert_eq!(
             collected(Runner::Pytest, &pytest, &[], &ini, &[]).protected,
-            vec!["t_*.py", "*_t.py"]
+            vec!["t_*.py", "*_t.py", "*.md"]
         );
         let unittest = TestCommand::BuiltinPython { unittest: true };
         assert_eq!(
