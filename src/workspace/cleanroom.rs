@@ -67,10 +67,15 @@ impl Stamp {
 fn restore_dir(dir: &Path, was: &Stamp) -> Result<(), WorkspaceError> {
     use std::os::unix::fs::PermissionsExt;
     let fail = |e: std::io::Error| WorkspaceError::io("restore", dir, e);
+    let xattr = |e: rustix::io::Errno| fail(std::io::Error::from(e));
     let mut buffer = [0u8; 4096];
-    let len = rustix::fs::llistxattr(dir, &mut buffer[..]).unwrap_or(0);
+    let len = match rustix::fs::llistxattr(dir, &mut buffer[..]) {
+        Ok(len) => len,
+        Err(rustix::io::Errno::NOTSUP) => 0,
+        Err(e) => return Err(xattr(e)),
+    };
     for name in buffer[..len].split(|b| *b == 0).filter(|n| !n.is_empty()) {
-        let _ = rustix::fs::lremovexattr(dir, std::ffi::OsStr::from_bytes(name));
+        rustix::fs::lremovexattr(dir, std::ffi::OsStr::from_bytes(name)).map_err(xattr)?;
     }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(was.mode & 0o7777))
         .map_err(fail)?;
@@ -271,7 +276,11 @@ impl CleanRoom {
             match snapshot.get(rel) {
                 Some(was) if *was == now => seen += 1,
                 Some(was) if meta.is_dir() && was.is_dir() => {
-                    restore_dir(entry.path(), was)?;
+                    // What cannot be put back goes whole; the checkout writes it anew.
+                    if restore_dir(entry.path(), was).is_err() {
+                        remove_entry(entry.path())?;
+                        walk.skip_current_dir();
+                    }
                     seen += 1;
                     dirty = true;
                 }

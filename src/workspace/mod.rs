@@ -285,7 +285,9 @@ impl Workspace {
         if !target.components().any(|c| c == Component::ParentDir) {
             return false;
         }
-        let root = self.worktree_path.canonicalize().unwrap_or_default();
+        let Ok(root) = self.worktree_path.canonicalize() else {
+            return true;
+        };
         match self.worktree_path.join(rel).canonicalize() {
             Ok(real) => !real.starts_with(&root) || real.starts_with(root.join(".git")),
             Err(_) => true,
