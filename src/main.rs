@@ -2,7 +2,6 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    agent_git::secrets::take_from_environment();
     let cli = agent_git::cli::Cli::parse();
     match agent_git::cli::run(cli) {
         Ok(code) => ExitCode::from(code),

@@ -376,3 +376,76 @@ fn ipcs() -> String {
         .unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+#[test]
+fn the_sandbox_holds_for_a_user_who_is_not_root() {
+    // As root, the run goes through `runuser` to nobody; as anyone else, it runs as is.
+    let root = rustix::process::geteuid().is_root();
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path();
+    let repo = base.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("calc.py"), CALC).unwrap();
+    std::fs::write(repo.join("test_calc.py"), TEST_CALC).unwrap();
+    let outside = base.join("outside.txt");
+    let replies = json!([
+        calls(
+            "Fix.",
+            vec![run(
+                "fix",
+                &format!(
+                    "sed -i 's/a - b/a + b/' calc.py; touch '{}'",
+                    outside.display()
+                )
+            )]
+        ),
+        end_turn("Done."),
+    ]);
+    std::fs::write(base.join("s.json"), replies.to_string()).unwrap();
+    let binary = base.join("agent-git");
+    std::fs::copy(env!("CARGO_BIN_EXE_agent-git"), &binary).unwrap();
+    let script = format!(
+        "cd '{repo}' && git init -q -b main && git add -A && git commit -qm init && \
+         '{bin}' fix --model script:'{base}/s.json' --branch agent/plain --json",
+        repo = repo.display(),
+        bin = binary.display(),
+        base = base.display()
+    );
+    let mut cmd = if root {
+        let chown = std::process::Command::new("chown")
+            .args(["-R", "nobody:", base.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(chown.success());
+        let mut perms = std::fs::metadata(base).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(base, perms).unwrap();
+        let mut c = std::process::Command::new("runuser");
+        c.args(["-u", "nobody", "--", "sh", "-c", &script]);
+        c
+    } else {
+        let mut c = std::process::Command::new("sh");
+        c.args(["-c", &script]);
+        c
+    };
+    let out = cmd
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+        .env("HOME", base)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "n")
+        .env("GIT_AUTHOR_EMAIL", "n@example.com")
+        .env("GIT_COMMITTER_NAME", "n")
+        .env("GIT_COMMITTER_EMAIL", "n@example.com")
+        .output()
+        .unwrap();
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 0, "{said}");
+    assert!(said.contains("\"outcome\":\"passed\""), "{said}");
+    assert!(
+        said.contains("all else read-only"),
+        "every layer holds: {said}"
+    );
+    assert!(!said.contains("NOT"), "no layer missing: {said}");
+    assert!(!outside.exists(), "nothing written outside: {said}");
+}

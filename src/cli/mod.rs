@@ -78,6 +78,11 @@ impl From<crate::workspace::SetupError> for CliError {
 
 /// Runs a parsed command line; the result is the process exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
+    // Before anything else starts a thread. Not in the sandbox helper: its environment is
+    // already clean, and a process that is not dumpable cannot map its user namespace.
+    if !matches!(cli.command, Command::SandboxExec(_)) {
+        crate::secrets::take_from_environment();
+    }
     match cli.command {
         Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),

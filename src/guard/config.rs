@@ -79,7 +79,9 @@ pub fn changed_test_sections(
         kind.extract(text)
     };
     let (before, after) = (read(old), read(new));
-    if before == after {
+    // A file that does not parse either way is still read by something: then any change is
+    // a change of its test sections.
+    if before == after && (before.is_ok() || old == new) {
         return None;
     }
     let names = kind.names();
@@ -198,7 +200,11 @@ fn ini_section(text: &str, name: &str) -> Option<String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut found: Option<String> = None;
     let mut inside = false;
-    for line in text.split(['\r', '\n']) {
+    // Python's str.splitlines(), which iniconfig uses, ends a line at each of these.
+    let breaks = [
+        '\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\u{85}', '\u{2028}', '\u{2029}',
+    ];
+    for line in text.split(breaks) {
         let trimmed = line.trim();
         if let Some(header) = ini_header(trimmed) {
             inside = header == name || header.starts_with(&format!("{name}:"));

@@ -126,7 +126,9 @@ impl Shadows {
                 return false;
             };
             let first = first.as_os_str().to_string_lossy();
-            let is_package = parts.next().is_some();
+            // Inside a new directory, or a name without a suffix (a link to a directory): a
+            // package of that name.
+            let is_package = parts.next().is_some() || !first.contains('.');
             let module = if is_package {
                 Some(first.as_ref())
             } else {
@@ -192,9 +194,12 @@ impl Protection {
         if rel.as_os_str().is_empty() || rel.has_root() {
             return false;
         }
-        [&self.defaults, &self.extra]
-            .iter()
-            .any(|m| m.matched_path_or_any_parents(rel, false).is_ignore())
+        // Matched as a file and as a directory: a symbolic link named `tests` or `.cargo` is
+        // a directory to whoever follows it.
+        [&self.defaults, &self.extra].iter().any(|m| {
+            m.matched_path_or_any_parents(rel, false).is_ignore()
+                || m.matched_path_or_any_parents(rel, true).is_ignore()
+        })
     }
 }
 
@@ -444,6 +449,7 @@ mod tests {
         let p = Protection::with_no_new(&[], &[], shadows, &[]).unwrap();
         for path in [
             "json.py",
+            "json",
             "pluggy/__init__.py",
             "json.cpython-311-x86_64-linux-gnu.so",
             "pkg/json.py",

@@ -177,11 +177,15 @@ pub fn collected(
         }
         _ => {}
     }
-    if let TestCommand::Shell(line) = command {
-        if line.split_whitespace().next() == Some("make") {
-            let makefiles = ["Makefile", "makefile", "GNUmakefile", "*.mk"];
-            found.protected.extend(makefiles.map(String::from));
-        }
+    // Make may run behind another command (`npm test` running `make check`).
+    let lines = command_lines(command, read);
+    let runs_make = lines
+        .iter()
+        .flat_map(|l| l.split_whitespace())
+        .any(|w| w == "make" || w.ends_with("/make"));
+    if runs_make {
+        let makefiles = ["Makefile", "makefile", "GNUmakefile", "*.mk"];
+        found.protected.extend(makefiles.map(String::from));
     }
     found
         .protected
@@ -191,13 +195,23 @@ pub fn collected(
         Runner::Pytest | Runner::Unittest | Runner::BuiltinPython
     ) || paths.iter().any(|p| is_python_test_file(p));
     if python && !python_modules.is_empty() {
+        // The root, every directory from it down to each test file (pytest puts the first
+        // one without an `__init__.py` on sys.path, and a new `__init__.py` moves it up), and
+        // the directories its `pythonpath` setting names.
         let mut dirs: Vec<std::path::PathBuf> = vec![std::path::PathBuf::new()];
-        for test in paths.iter().filter(|p| is_python_test_file(p)) {
-            let dir = std::path::Path::new(test)
-                .parent()
-                .unwrap_or(std::path::Path::new(""));
-            if !dirs.iter().any(|d| d == dir) {
-                dirs.push(dir.to_path_buf());
+        let tests = paths.iter().filter(|p| is_python_test_file(p));
+        let configured = pytest_setting(read, "pythonpath");
+        for dir in tests
+            .flat_map(|t| std::path::Path::new(t).ancestors().skip(1))
+            .map(std::path::Path::to_path_buf)
+            .chain(
+                configured
+                    .iter()
+                    .map(|d| std::path::PathBuf::from(d.trim_end_matches('/'))),
+            )
+        {
+            if !dirs.contains(&dir) {
+                dirs.push(dir);
             }
         }
         found.shadows = crate::guard::Shadows {
@@ -216,6 +230,22 @@ fn files_the_command_names(
     paths: &[String],
     read: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<String> {
+    let lines = command_lines(command, read);
+    let mut named: Vec<String> = lines
+        .iter()
+        .flat_map(|l| l.split(|c: char| c.is_whitespace() || "\"';&|()<>=`$".contains(c)))
+        .map(|word| word.trim_start_matches("./"))
+        .filter(|word| paths.iter().any(|p| p == word))
+        .map(|word| format!("/{word}"))
+        .collect();
+    named.sort();
+    named.dedup();
+    named
+}
+
+/// Every command line that runs when the tests do: the test command, package.json's test
+/// scripts, a Makefile's test recipe and includes, tox's commands.
+fn command_lines(command: &TestCommand, read: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     if let TestCommand::Shell(line) = command {
         lines.push(line.clone());
@@ -243,16 +273,7 @@ fn files_the_command_names(
     if let Some(tox) = read("tox.ini") {
         lines.extend(text_lines_of(&tox, "testenv", "commands"));
     }
-    let mut named: Vec<String> = lines
-        .iter()
-        .flat_map(|l| l.split(|c: char| c.is_whitespace() || "\"';&|()<>=`$".contains(c)))
-        .map(|word| word.trim_start_matches("./"))
-        .filter(|word| paths.iter().any(|p| p == word))
-        .map(|word| format!("/{word}"))
-        .collect();
-    named.sort();
-    named.dedup();
-    named
+    lines
 }
 
 /// The `python_files` patterns of the base's pytest configuration, wherever it is set.
@@ -636,6 +657,24 @@ mod tests {
             ]
         );
         assert_eq!(found.shadows.dirs, vec![std::path::PathBuf::new()]);
+        let nested = ["checks/unit/test_calc.py".to_string()];
+        let config = |name: &str| {
+            (name == "pytest.ini").then(|| "[pytest]\npythonpath = src lib/\n".to_string())
+        };
+        let deep = collected(
+            Runner::Pytest,
+            &TestCommand::Shell("pytest".into()),
+            &nested,
+            &config,
+            &["json".to_string()],
+        );
+        let dirs: Vec<&str> = deep
+            .shadows
+            .dirs
+            .iter()
+            .map(|d| d.to_str().unwrap())
+            .collect();
+        assert_eq!(dirs, vec!["", "checks/unit", "checks", "src", "lib"]);
         assert!(found.shadows.names.contains("shlex"));
         let unittest = collected(
             Runner::BuiltinPython,

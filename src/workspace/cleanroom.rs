@@ -68,11 +68,16 @@ fn restore_dir(dir: &Path, was: &Stamp) -> Result<(), WorkspaceError> {
     use std::os::unix::fs::PermissionsExt;
     let fail = |e: std::io::Error| WorkspaceError::io("restore", dir, e);
     let xattr = |e: rustix::io::Errno| fail(std::io::Error::from(e));
-    let mut buffer = [0u8; 4096];
-    let len = match rustix::fs::llistxattr(dir, &mut buffer[..]) {
-        Ok(len) => len,
+    let size = match rustix::fs::llistxattr_query(dir) {
+        Ok(size) => size,
         Err(rustix::io::Errno::NOTSUP) => 0,
         Err(e) => return Err(xattr(e)),
+    };
+    let mut buffer = vec![0u8; size];
+    let len = if size == 0 {
+        0
+    } else {
+        rustix::fs::llistxattr(dir, &mut buffer[..]).map_err(xattr)?
     };
     for name in buffer[..len].split(|b| *b == 0).filter(|n| !n.is_empty()) {
         rustix::fs::lremovexattr(dir, std::ffi::OsStr::from_bytes(name)).map_err(xattr)?;
@@ -244,7 +249,10 @@ impl CleanRoom {
                 .strip_prefix(&self.tree)
                 .unwrap_or(entry.path());
             if self.setup_outputs.contains(rel) {
-                walk.skip_current_dir();
+                // Skipping a file would skip the rest of its directory.
+                if entry.file_type().is_dir() {
+                    walk.skip_current_dir();
+                }
                 continue;
             }
             snapshot.insert(rel.to_path_buf(), Stamp::of(&entry.metadata()?));
@@ -268,7 +276,10 @@ impl CleanRoom {
                 .strip_prefix(&self.tree)
                 .unwrap_or(entry.path());
             if self.setup_outputs.contains(rel) {
-                walk.skip_current_dir();
+                // Skipping a file would skip the rest of its directory.
+                if entry.file_type().is_dir() {
+                    walk.skip_current_dir();
+                }
                 continue;
             }
             let meta = entry.metadata()?;
