@@ -1235,3 +1235,44 @@ fn doctest_files_and_load_tests_hooks_are_tests_too() {
         &path,
     );
 }
+
+#[test]
+fn the_tests_cannot_be_moved_aside_and_replaced_while_they_run() {
+    let env = TestEnv::new();
+    let repo = pytest_calc(
+        &env,
+        &[
+            (
+                "test_a.py",
+                "import calc\n\n\ndef test_multiply():\n    assert calc.multiply(2, 2) == 4\n",
+            ),
+            (
+                "zpkg/tests/test_add.py",
+                "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            ),
+        ],
+    );
+    let before = UserState::capture(&env, &repo);
+    // Imported by test_a.py, collected first: it moves zpkg aside and puts a test of its own
+    // where the real one was.
+    let swap = format!(
+        "import os\ntry:\n    os.rename('zpkg', '.zpkg_old')\n    os.makedirs('zpkg/tests')\n    open('zpkg/tests/test_add.py', 'w').write('def test_add():\\n    pass\\n')\nexcept OSError:\n    pass\n\n\n{CALC}"
+    );
+    let replies = json!([
+        calls(
+            "Rework calc.",
+            vec![tool(
+                "calc",
+                "write_file",
+                json!({"path": "calc.py", "content": swap})
+            )]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = fix_with_pytest(&env, &repo, "agent/swap", replies);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert!(env
+        .message(&repo, "agent/swap")
+        .contains("zpkg/tests/test_add.py::test_add"));
+    assert_eq!(UserState::capture(&env, &repo), before);
+}

@@ -294,7 +294,8 @@ mod tests {
         let plugged = "[metadata]\nname = calc\n\n[tool:pytest] # options\naddopts = -p flip\n";
         let bom = "\u{feff}[tool:pytest]\naddopts = -p flip\n";
         let cr = "[metadata]\rname = calc\r[tool:pytest]\raddopts = -p flip\r";
-        for sneaky in [plugged, bom, cr] {
+        let form_feed = "[metadata]\nname = calc\u{c}[tool:pytest]\u{c}addopts = -p calc\n";
+        for sneaky in [plugged, bom, cr, form_feed] {
             assert_eq!(
                 change("setup.cfg", None, Some(sneaky)),
                 Some("setup.cfg [tool:pytest]".into()),
@@ -304,6 +305,11 @@ mod tests {
         let pkg = r#"{"name": "calc", "scripts": {"test": "node --test", "lint": "x"}}"#;
         let lint = r#"{"name": "calc", "scripts": {"test": "node --test", "lint": "y"}}"#;
         let cheat = r#"{"name": "calc", "scripts": {"test": "exit 0", "lint": "x"}}"#;
+        // npm reads a package.json with a byte-order mark; serde does not: any change counts.
+        let bom = format!("\u{feff}{pkg}");
+        let bom_cheat = format!("\u{feff}{cheat}");
+        assert_eq!(change("package.json", Some(&bom), Some(&bom)), None);
+        assert!(change("package.json", Some(&bom), Some(&bom_cheat)).is_some());
         assert_eq!(change("package.json", Some(pkg), Some(lint)), None);
         assert_eq!(
             change("package.json", Some(pkg), Some(cheat)),

@@ -172,23 +172,52 @@ fn normal(path: &std::path::Path) -> String {
 struct RustTests {
     items: Vec<String>,
     docs: String,
+    /// The inline modules around the item being visited, with their attributes.
+    context: Vec<String>,
 }
 
 impl<'ast> Visit<'ast> for RustTests {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        let tokens = || item.to_token_stream().to_string();
-        // A macro's input is opaque to the parser: one that may hold tests or doc tests
-        // counts as a test whole.
-        let macro_with_tests = matches!(item, syn::Item::Macro(_))
-            && (tokens().contains("```") || has_word(&tokens(), "test"));
+        // Where an item sits matters too: the same test module inside `#[cfg(any())] mod
+        // parked` no longer runs.
+        let tokens = || format!("{}{}", self.context.join(""), item.to_token_stream());
+        // A macro's input is opaque to the parser: one that may hold tests or doc tests, or
+        // that pulls in other source (`include!`), counts as a test whole.
+        let macro_with_tests = match item {
+            syn::Item::Macro(m) => {
+                let text = m.to_token_stream().to_string();
+                text.contains("```") || has_word(&text, "test") || m.mac.path.is_ident("include")
+            }
+            _ => false,
+        };
         if attrs_of(item).iter().any(is_test_attr) || macro_with_tests {
             self.items.push(tokens());
+            return;
+        }
+        if let syn::Item::Mod(module) = item {
+            let attrs: String = module
+                .attrs
+                .iter()
+                .map(|a| a.to_token_stream().to_string())
+                .collect();
+            self.context
+                .push(format!("{attrs} mod {} :: ", module.ident));
+            syn::visit::visit_item(self, item);
+            self.context.pop();
             return;
         }
         syn::visit::visit_item(self, item);
     }
 
     fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
+        if attr.path().is_ident("cfg_attr") {
+            // `#[cfg_attr(doctest, doc = "...")]`: a doc test that only doctests see.
+            let text = attr.to_token_stream().to_string();
+            if has_word(&text, "doc") {
+                self.items.push(format!("doc: {text}"));
+            }
+            return;
+        }
         if !attr.path().is_ident("doc") {
             return;
         }
@@ -298,6 +327,16 @@ pub fn python_load_tests(text: &str) -> Vec<String> {
 /// The doctest examples of a Python file: each `>>>` example with its continuation lines and
 /// the output it expects, as trimmed lines.
 pub fn python_doctests(text: &str) -> Vec<String> {
+    // A docstring can hold its examples on one physical line, as `\n` escapes.
+    let unescaped = text.replace("\\n", "\n");
+    let mut examples = doctest_examples(text);
+    if unescaped != text {
+        examples.extend(doctest_examples(&unescaped));
+    }
+    examples
+}
+
+fn doctest_examples(text: &str) -> Vec<String> {
     let mut examples = Vec::new();
     let mut current: Option<String> = None;
     for line in text.lines().map(str::trim) {
@@ -377,6 +416,23 @@ mod tests {
             rust_tests(&in_macro.replace(", 5)", ", -1)")),
             "tests inside a macro's input"
         );
+        let parked = LIB.replace(
+            "#[cfg(test)]\nmod tests {",
+            "#[cfg(any())]\nmod parked {\n#[cfg(test)]\nmod tests {",
+        ) + "}\n";
+        assert_ne!(
+            rust_tests(&parked),
+            Some(tests.clone()),
+            "a test module moved where it never runs"
+        );
+        let included = format!("{LIB}\ninclude!(\"checks.inc\");\n");
+        assert_ne!(
+            rust_tests(&included),
+            Some(tests.clone()),
+            "source pulled in from elsewhere"
+        );
+        let only_doctest = format!("{LIB}\n#[cfg_attr(doctest, doc = \"```\\nassert!(true);\\n```\")]\npub fn other() {{}}\n");
+        assert_ne!(rust_tests(&only_doctest), Some(tests.clone()));
         let readme = "#![doc = include_str!(\"../README.md\")]\npub fn add() {}\n";
         assert_eq!(rust_tests(readme).unwrap().len(), 1);
         assert_eq!(
@@ -455,6 +511,13 @@ mod tests {
         assert_ne!(
             python_doctests(&calc.replace("    5\n", "    -1\n")),
             python_doctests(calc)
+        );
+        let escaped =
+            format!("{calc}\n\ndef other():\n    \"Other.\\n\\n>>> add(2, 3) and 5\\n5\\n\"\n");
+        assert_ne!(
+            python_doctests(&escaped),
+            python_doctests(calc),
+            "examples on one line"
         );
     }
 }

@@ -191,11 +191,17 @@ fn read_only_elsewhere(
     for dir in writable.iter().filter(|d| d.exists()) {
         mount_bind_recursive(dir, dir).map_err(|e| fail("bind", dir, e))?;
     }
+    // The directories above a read-only path become mount points too: a mount point cannot
+    // be renamed or removed, so the read-only path cannot be moved aside and replaced.
+    let holders = holders_of(read_only, writable);
+    for dir in &holders {
+        mount_bind(dir, dir).map_err(|e| fail("bind", dir, e))?;
+    }
     for path in read_only.iter().filter(|p| p.exists()) {
         mount_bind(path, path).map_err(|e| fail("bind", path, e))?;
     }
     set_read_only(root, true, true)?;
-    for dir in writable.iter().filter(|d| d.exists()) {
+    for dir in writable.iter().filter(|d| d.exists()).chain(&holders) {
         set_read_only(dir, false, false)?;
     }
     // The working directory still points into the mount as it was before the binds: look it
@@ -203,6 +209,24 @@ fn read_only_elsewhere(
     let cwd = std::env::current_dir().map_err(|e| format!("cannot find the working dir: {e}"))?;
     std::env::set_current_dir(&cwd)
         .map_err(|e| format!("cannot enter {} again: {e}", cwd.display()))
+}
+
+/// The directories between a writable directory and each read-only path inside it,
+/// shallowest first.
+fn holders_of(read_only: &[PathBuf], writable: &[PathBuf]) -> Vec<PathBuf> {
+    let mut holders: Vec<PathBuf> = Vec::new();
+    for path in read_only.iter().filter(|p| p.exists()) {
+        let Some(top) = writable.iter().find(|w| path.starts_with(w)) else {
+            continue;
+        };
+        for dir in path.ancestors().skip(1).take_while(|a| *a != top.as_path()) {
+            if !holders.iter().any(|h| h == dir) {
+                holders.push(dir.to_path_buf());
+            }
+        }
+    }
+    holders.sort_by_key(|h| h.components().count());
+    holders
 }
 
 /// Sets (or clears) the read-only flag of the mount at `path`, and of every mount below it

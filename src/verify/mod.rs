@@ -82,11 +82,17 @@ impl<'a> Verifier<'a> {
         std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
             .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;
         let common_dir = workspace.objects_dir();
+        // The clean room's own git dir (its alternates name the repository) and the folders
+        // of other test runs are not the tests' business either.
+        let room_git = room.root().join("git");
+        let room_runs = room.root().join("runs");
         let hidden: Vec<PathBuf> = [
             user_workdir,
             common_dir.parent(),
             Some(workspace.path()),
             Some(sandbox.private_dir()),
+            Some(room_git.as_path()),
+            Some(room_runs.as_path()),
         ]
         .into_iter()
         .flatten()
@@ -182,7 +188,7 @@ impl<'a> Verifier<'a> {
             timed_out: raw.timed_out,
             interrupted: raw.interrupted,
         };
-        let _ = dirs.remove();
+        dirs.remove()?;
         Ok(TestResult::read(self.plan, &output, ended, cases))
     }
 
@@ -197,7 +203,7 @@ impl<'a> Verifier<'a> {
         room.clear_setup()?;
         let dirs = room.run_dirs()?;
         let raw = self.confined(room, &dirs, setup, None)?;
-        let _ = dirs.remove();
+        dirs.remove()?;
         if raw.exit_code == Some(0) {
             room.record_setup(tree)?;
             return Ok(None);

@@ -123,8 +123,24 @@ pub struct RunDirs {
 }
 
 impl RunDirs {
-    /// Removes the run's directories and whatever the tests left in them.
+    /// Removes the run's directories and whatever the tests left in them, also folders they
+    /// made unreadable to stop just that.
     pub fn remove(&self) -> Result<(), WorkspaceError> {
+        use std::os::unix::fs::PermissionsExt;
+        // Each pass opens the folders it can reach, one level deeper than the last.
+        for _ in 0..64 {
+            if remove_entry(&self.root).is_ok() {
+                return Ok(());
+            }
+            let walk = walkdir::WalkDir::new(&self.root).follow_links(false);
+            for entry in walk
+                .into_iter()
+                .flatten()
+                .filter(|e| e.file_type().is_dir())
+            {
+                let _ = std::fs::set_permissions(entry.path(), PermissionsExt::from_mode(0o700));
+            }
+        }
         remove_entry(&self.root)
     }
 }

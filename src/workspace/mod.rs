@@ -402,11 +402,12 @@ impl Workspace {
                 .locked(true)
                 .working_tree(true),
         ))?;
-        // prune removes the checkout; the folder that held it may stay behind.
+        // prune removes the checkout; the folders that held it may stay behind, empty.
         let _ = std::fs::remove_dir_all(&self.worktree_path);
         if let Some(parent) = self.worktree_path.parent() {
             let _ = std::fs::remove_dir(parent);
         }
+        let _ = std::fs::remove_dir(self.common_dir.join("worktrees"));
         Ok(())
     }
 }
