@@ -165,6 +165,10 @@ pub fn collected(
             found.no_new.push("__init__.py".into());
         }
         Runner::Pytest => found.protected.extend(pytest_collects(read)),
+        // The modules the tests build against: a workspace or vendored copy swaps them.
+        Runner::Go => found
+            .protected
+            .extend(["go.work", "go.work.sum", "vendor/"].map(String::from)),
         Runner::Cargo => {
             found.protected.push("benches/".into());
             for rs in paths.iter().filter(|p| p.ends_with(".rs")) {
