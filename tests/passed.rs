@@ -31,6 +31,29 @@ fn fix_with_pytest(env: &TestEnv, repo: &Path, branch: &str, replies: Value) -> 
     })
 }
 
+/// A run in which the model writes one file, `(call id, path, content)`, and ends its turn.
+fn write_once(
+    env: &TestEnv,
+    repo: &Path,
+    branch: &str,
+    (id, path, content): (&str, &str, &str),
+) -> Run {
+    let write = tool(id, "write_file", json!({"path": path, "content": content}));
+    let replies = json!([calls("One change.", vec![write]), end_turn("Done.")]);
+    env.fix_scripted(repo, branch, replies, &["--max-turns", "2"])
+}
+
+/// A run in which the model writes `calc` as calc.py and ends its turn, with pytest.
+fn rework_calc(env: &TestEnv, repo: &Path, branch: &str, calc: &str) -> Run {
+    let write = tool(
+        "calc",
+        "write_file",
+        json!({"path": "calc.py", "content": calc}),
+    );
+    let replies = json!([calls("Rework calc.", vec![write]), end_turn("Done.")]);
+    fix_with_pytest(env, repo, branch, replies)
+}
+
 /// The promise, for a run that must not pass: the report says so, the exit code says so,
 /// the subject says so, the branch's own tests on an export fail as the report says, and the
 /// user's checkout is as it was.
@@ -893,18 +916,12 @@ fn a_new_package_that_unittest_discovery_would_import_is_refused() {
     );
     let before = UserState::capture(&env, &repo);
     let patch = "import unittest\n\ndef _run(self, result=None):\n    result.startTest(self)\n    result.addSuccess(self)\n    result.stopTest(self)\n\nunittest.TestCase.run = _run\n";
-    let replies = json!([
-        calls(
-            "Support code.",
-            vec![tool(
-                "pkg",
-                "write_file",
-                json!({"path": "zz_support/__init__.py", "content": patch})
-            )]
-        ),
-        end_turn("Done."),
-    ]);
-    let run = env.fix_scripted(&repo, "agent/package", replies, &["--max-turns", "2"]);
+    let run = write_once(
+        &env,
+        &repo,
+        "agent/package",
+        ("pkg", "zz_support/__init__.py", patch),
+    );
     run.assert_refused("pkg", "zz_support/__init__.py");
     let path = std::env::var("PATH").unwrap();
     assert_not_passed(
@@ -977,18 +994,12 @@ fn a_script_the_test_command_runs_is_protected() {
     );
     let before = UserState::capture(&env, &repo);
     let fake = "echo 'ok 1 - adds'; echo '# pass 1'; echo '# fail 0'\n";
-    let replies = json!([
-        calls(
-            "Faster tests.",
-            vec![tool(
-                "script",
-                "write_file",
-                json!({"path": "scripts/run-tests.sh", "content": fake})
-            )]
-        ),
-        end_turn("Done."),
-    ]);
-    let run = env.fix_scripted(&repo, "agent/script", replies, &["--max-turns", "2"]);
+    let run = write_once(
+        &env,
+        &repo,
+        "agent/script",
+        ("script", "scripts/run-tests.sh", fake),
+    );
     run.assert_refused("script", "scripts/run-tests.sh");
     let path = std::env::var("PATH").unwrap();
     assert_not_passed(
@@ -1136,18 +1147,7 @@ fn code_under_test_cannot_rewrite_the_tests_while_they_run() {
     let rewrite = format!(
         "import pathlib\ntry:\n    pathlib.Path('test_calc.py').write_text('def test_add():\\n    pass\\n\\n\\ndef test_multiply():\\n    pass\\n')\nexcept OSError:\n    pass\n\n\n{CALC}"
     );
-    let replies = json!([
-        calls(
-            "Rework calc.",
-            vec![tool(
-                "calc",
-                "write_file",
-                json!({"path": "calc.py", "content": rewrite})
-            )]
-        ),
-        end_turn("Done."),
-    ]);
-    let run = fix_with_pytest(&env, &repo, "agent/rewrite", replies);
+    let run = rework_calc(&env, &repo, "agent/rewrite", &rewrite);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     assert_ne!(
         env.trailer(&repo, "agent/rewrite", "Agent-Outcome"),
@@ -1211,18 +1211,12 @@ fn doctest_files_and_load_tests_hooks_are_tests_too() {
     );
     let before = UserState::capture(&env, &repo);
     let hook = "def load_tests(loader, tests, pattern):\n    return loader.suiteClass()\n";
-    let replies = json!([
-        calls(
-            "Package setup.",
-            vec![tool(
-                "hook",
-                "write_file",
-                json!({"path": "pkg/__init__.py", "content": hook})
-            )]
-        ),
-        end_turn("Done."),
-    ]);
-    let run = env.fix_scripted(&repo, "agent/load-tests", replies, &["--max-turns", "2"]);
+    let run = write_once(
+        &env,
+        &repo,
+        "agent/load-tests",
+        ("hook", "pkg/__init__.py", hook),
+    );
     run.assert_refused("hook", "pkg/__init__.py [its doctests and load_tests]");
     let path = std::env::var("PATH").unwrap();
     assert_not_passed(
@@ -1258,18 +1252,7 @@ fn the_tests_cannot_be_moved_aside_and_replaced_while_they_run() {
     let swap = format!(
         "import os\ntry:\n    os.rename('zpkg', '.zpkg_old')\n    os.makedirs('zpkg/tests')\n    open('zpkg/tests/test_add.py', 'w').write('def test_add():\\n    pass\\n')\nexcept OSError:\n    pass\n\n\n{CALC}"
     );
-    let replies = json!([
-        calls(
-            "Rework calc.",
-            vec![tool(
-                "calc",
-                "write_file",
-                json!({"path": "calc.py", "content": swap})
-            )]
-        ),
-        end_turn("Done."),
-    ]);
-    let run = fix_with_pytest(&env, &repo, "agent/swap", replies);
+    let run = rework_calc(&env, &repo, "agent/swap", &swap);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     assert!(env
         .message(&repo, "agent/swap")

@@ -37,6 +37,13 @@ const SETUP_INPUTS: &[&str] = &[
 
 type Snapshot = std::collections::HashMap<PathBuf, Stamp>;
 
+/// Whether a walk goes into the directory it just visited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    On,
+    SkipDir,
+}
+
 /// What a reset remembers of one entry of the tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
@@ -255,6 +262,19 @@ impl CleanRoom {
     /// test run makes moves an entry's change time, which no test run can set back.
     fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
         let mut snapshot = Snapshot::new();
+        self.walk(&mut |rel, entry| {
+            snapshot.insert(rel.to_path_buf(), Stamp::of(&entry.metadata()?));
+            Ok(Walk::On)
+        })?;
+        Ok(snapshot)
+    }
+
+    /// Visits every entry of the tree but what the setup command made, links not followed;
+    /// `visit` may skip a directory it just removed.
+    fn walk(
+        &self,
+        visit: &mut dyn FnMut(&Path, &walkdir::DirEntry) -> Result<Walk, WorkspaceError>,
+    ) -> Result<(), WorkspaceError> {
         let mut walk = walkdir::WalkDir::new(&self.tree)
             .follow_links(false)
             .into_iter();
@@ -264,16 +284,17 @@ impl CleanRoom {
                 .path()
                 .strip_prefix(&self.tree)
                 .unwrap_or(entry.path());
-            if self.setup_outputs.contains(rel) {
-                // Skipping a file would skip the rest of its directory.
-                if entry.file_type().is_dir() {
-                    walk.skip_current_dir();
-                }
-                continue;
+            let step = if self.setup_outputs.contains(rel) {
+                Walk::SkipDir
+            } else {
+                visit(rel, &entry)?
+            };
+            // Skipping a file would skip the rest of its directory.
+            if step == Walk::SkipDir && entry.file_type().is_dir() {
+                walk.skip_current_dir();
             }
-            snapshot.insert(rel.to_path_buf(), Stamp::of(&entry.metadata()?));
         }
-        Ok(snapshot)
+        Ok(())
     }
 
     /// Removes whatever a test run added or changed since `snapshot` (a directory whose
@@ -282,44 +303,28 @@ impl CleanRoom {
     fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<bool, WorkspaceError> {
         let mut dirty = false;
         let mut seen = 0usize;
-        let mut walk = walkdir::WalkDir::new(&self.tree)
-            .follow_links(false)
-            .into_iter();
-        while let Some(entry) = walk.next() {
-            let entry = entry?;
-            let rel = entry
-                .path()
-                .strip_prefix(&self.tree)
-                .unwrap_or(entry.path());
-            if self.setup_outputs.contains(rel) {
-                // Skipping a file would skip the rest of its directory.
-                if entry.file_type().is_dir() {
-                    walk.skip_current_dir();
-                }
-                continue;
-            }
+        self.walk(&mut |rel, entry| {
             let meta = entry.metadata()?;
             let now = Stamp::of(&meta);
             match snapshot.get(rel) {
                 Some(was) if *was == now => seen += 1,
                 Some(was) if meta.is_dir() && was.is_dir() => {
+                    seen += 1;
+                    dirty = true;
                     // What cannot be put back goes whole; the checkout writes it anew.
                     if restore_dir(entry.path(), was).is_err() {
                         remove_entry(entry.path())?;
-                        walk.skip_current_dir();
+                        return Ok(Walk::SkipDir);
                     }
-                    seen += 1;
-                    dirty = true;
                 }
                 _ => {
-                    remove_entry(entry.path())?;
-                    if meta.is_dir() {
-                        walk.skip_current_dir();
-                    }
                     dirty = true;
+                    remove_entry(entry.path())?;
+                    return Ok(Walk::SkipDir);
                 }
             }
-        }
+            Ok(Walk::On)
+        })?;
         Ok(dirty || seen < snapshot.len())
     }
 
