@@ -247,8 +247,11 @@ fn endless_loops_and_fork_bombs_are_ended_by_the_limits() {
         "{}",
         r["loop"].1
     );
+    // The bomb meets the process ceiling: it runs on until the timeout, or its own shell
+    // cannot fork and gives up first. Either way the run goes on.
     assert!(
-        r["bomb"].1.starts_with("killed after 3 s (timeout)"),
+        r["bomb"].1.starts_with("killed after 3 s (timeout)")
+            || (r["bomb"].1.starts_with("exit code 2") && r["bomb"].1.contains("Cannot fork")),
         "{}",
         r["bomb"].1
     );
