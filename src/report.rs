@@ -53,10 +53,7 @@ impl Report<'_> {
 
     /// The trailer value for the tests: `3 passed, 1 failed`, or `passed` / `failed`.
     pub fn tests_trailer(&self) -> String {
-        let vanished = match self.tests.vanished.len() {
-            0 => String::new(),
-            n => format!(", {n} vanished"),
-        };
+        let vanished = self.tests.vanished_note();
         match self.tests.counts {
             Some(c) => format!("{}{vanished}", c.describe()),
             None if self.tests.passed => "passed".to_string(),

@@ -8,7 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 /// How one test ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Passed,
@@ -19,7 +21,7 @@ pub enum Status {
 }
 
 /// One test, named as its runner names it (stable from run to run of the same tests).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Case {
     pub name: String,
     pub status: Status,
@@ -77,42 +79,13 @@ pub fn cases_from_junit(xml: &str) -> Result<Vec<Case>, String> {
 pub fn cases_from_results_json(text: &str) -> Result<Vec<Case>, String> {
     let file: ResultsFile = serde_json::from_str(text)
         .map_err(|e| format!("the built-in runner's results file is not the expected JSON: {e}"))?;
-    Ok(same_test_merged(file.tests.into_iter().map(|t| Case {
-        name: t.name,
-        status: t.status.into(),
-    })))
+    Ok(same_test_merged(file.tests))
 }
 
 /// `{"tests": [{"name": "test_calc.py::test_add", "status": "passed"}]}`, written by runner.py.
 #[derive(serde::Deserialize)]
 struct ResultsFile {
-    tests: Vec<ResultsEntry>,
-}
-
-#[derive(serde::Deserialize)]
-struct ResultsEntry {
-    name: String,
-    status: ResultsStatus,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum ResultsStatus {
-    Passed,
-    Failed,
-    Skipped,
-    Error,
-}
-
-impl From<ResultsStatus> for Status {
-    fn from(status: ResultsStatus) -> Self {
-        match status {
-            ResultsStatus::Passed => Status::Passed,
-            ResultsStatus::Failed => Status::Failed,
-            ResultsStatus::Skipped => Status::Skipped,
-            ResultsStatus::Error => Status::Error,
-        }
-    }
+    tests: Vec<Case>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -390,7 +363,7 @@ fn junit_node_id(file: &str, classname: &str, name: &str) -> String {
 }
 
 /// `tests/test_calc.py` -> `tests.test_calc`, as pytest writes it in classnames.
-fn module_of(file: &str) -> String {
+pub(super) fn module_of(file: &str) -> String {
     file.trim_end_matches(".py").replace(['/', '\\'], ".")
 }
 

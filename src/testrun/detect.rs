@@ -25,6 +25,9 @@ impl Detected {
     }
 }
 
+/// The names GNU make looks for, in its order.
+const MAKEFILES: [&str; 3] = ["GNUmakefile", "makefile", "Makefile"];
+
 /// `paths` are the repository's files (relative, `/`-separated); `read` gives a file's text.
 pub fn detect(
     paths: &[String],
@@ -50,7 +53,7 @@ pub fn detect(
         };
         return Some(Detected::shell(command, Runner::Other, "noxfile.py"));
     }
-    for makefile in ["GNUmakefile", "makefile", "Makefile"] {
+    for makefile in MAKEFILES {
         if let Some(text) = read(makefile).filter(|t| has_make_target(t, "test")) {
             let runner = guess_runner(&make_recipe(&text, "test"));
             return Some(Detected::shell("make test".into(), runner, makefile));
@@ -261,7 +264,7 @@ fn command_lines(command: &TestCommand, read: &dyn Fn(&str) -> Option<String>) -
             }
         }
     }
-    for makefile in ["GNUmakefile", "makefile", "Makefile"] {
+    for makefile in MAKEFILES {
         if let Some(text) = read(makefile) {
             lines.push(make_recipe(&text, "test"));
             let includes = text.lines().filter_map(|l| {
@@ -275,7 +278,7 @@ fn command_lines(command: &TestCommand, read: &dyn Fn(&str) -> Option<String>) -
         }
     }
     if let Some(tox) = read("tox.ini") {
-        lines.extend(text_lines_of(&tox, "testenv", "commands"));
+        lines.extend(ini_lines(&tox, "testenv", "commands").unwrap_or_default());
     }
     lines
 }
@@ -336,10 +339,16 @@ fn pytest_setting(read: &dyn Fn(&str) -> Option<String>, key: &str) -> Vec<Strin
         .unwrap_or_default()
 }
 
-/// A key's value in an INI section (continuation lines joined with spaces).
+/// A key's value in an INI section, its lines joined with spaces.
 fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
+    ini_lines(text, section, key).map(|lines| lines.join(" "))
+}
+
+/// A key's value in an INI section as its lines: the text after `=` (or `:`), if any, then
+/// each indented continuation line; comments and blank lines left out. None when unset.
+fn ini_lines(text: &str, section: &str, key: &str) -> Option<Vec<String>> {
     let mut inside = false;
-    let mut value: Option<String> = None;
+    let mut value: Option<Vec<String>> = None;
     for line in text.lines() {
         let trimmed = line.trim();
         if let Some(header) = trimmed.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
@@ -354,15 +363,15 @@ fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
         }
         let continued = line.starts_with([' ', '\t']);
         match (&mut value, continued) {
-            (Some(v), true) => {
-                v.push(' ');
-                v.push_str(trimmed);
-            }
+            (Some(lines), true) => lines.push(trimmed.to_string()),
             (Some(_), false) => break,
             (None, _) => {
                 if let Some((k, v)) = trimmed.split_once(['=', ':']) {
                     if k.trim() == key {
-                        value = Some(v.trim().to_string());
+                        let first = v.trim();
+                        value = Some(Vec::from_iter(
+                            (!first.is_empty()).then(|| first.to_string()),
+                        ));
                     }
                 }
             }
@@ -375,7 +384,7 @@ fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
 fn tox_commands(text: &str) -> Option<String> {
     let mut lines: Vec<String> = Vec::new();
     // Continuation lines were joined with spaces; tox runs each original line on its own.
-    for line in text_lines_of(text, "testenv", "commands") {
+    for line in ini_lines(text, "testenv", "commands").unwrap_or_default() {
         let line = line.trim().trim_start_matches('-').trim();
         let line = line
             .replace("{posargs}", "")
@@ -390,45 +399,6 @@ fn tox_commands(text: &str) -> Option<String> {
         }
     }
     (!lines.is_empty()).then(|| lines.join(" && "))
-}
-
-/// The separate lines of a multi-line INI value.
-fn text_lines_of(text: &str, section: &str, key: &str) -> Vec<String> {
-    let mut inside = false;
-    let mut collecting = false;
-    let mut lines = Vec::new();
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if trimmed.starts_with('[') {
-            if collecting {
-                break;
-            }
-            inside = trimmed == format!("[{section}]");
-            continue;
-        }
-        if !inside {
-            continue;
-        }
-        if collecting {
-            if line.starts_with([' ', '\t']) && !trimmed.is_empty() {
-                lines.push(trimmed.to_string());
-                continue;
-            }
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
-            break;
-        }
-        if let Some((k, v)) = trimmed.split_once('=') {
-            if k.trim() == key {
-                collecting = true;
-                if !v.trim().is_empty() {
-                    lines.push(v.trim().to_string());
-                }
-            }
-        }
-    }
-    lines
 }
 
 fn has_make_target(makefile: &str, target: &str) -> bool {

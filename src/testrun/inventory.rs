@@ -40,7 +40,7 @@ impl Inventory {
     /// `module.Class.test`, or unittest's `...ModuleSkipped.module` for unittest).
     fn in_uncollected(&self, name: &str) -> bool {
         self.uncollected.iter().any(|file| {
-            let module = file.trim_end_matches(".py").replace('/', ".");
+            let module = super::cases::module_of(file);
             name == file
                 || name == module
                 || name.starts_with(&format!("{file}::"))

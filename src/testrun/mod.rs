@@ -189,10 +189,7 @@ impl TestResult {
         if self.interrupted {
             return "interrupted".to_string();
         }
-        let vanished = match self.vanished.len() {
-            0 => String::new(),
-            n => format!(", {n} vanished"),
-        };
+        let vanished = self.vanished_note();
         let counted = self
             .counts
             .filter(|c| self.passed || c.failed > 0 || !vanished.is_empty());
@@ -203,6 +200,15 @@ impl TestResult {
                 Some(code) => format!("failed (exit {code}){vanished}"),
                 None => format!("failed (killed by a signal){vanished}"),
             },
+        }
+    }
+
+    /// `, 2 vanished` when tests of the inventory vanished, else nothing: what summaries and
+    /// trailers add to their counts.
+    pub fn vanished_note(&self) -> String {
+        match self.vanished.len() {
+            0 => String::new(),
+            n => format!(", {n} vanished"),
         }
     }
 
