@@ -165,6 +165,7 @@ fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
 /// A size in bytes: `10485760`, or with a unit as git writes them: `512k`, `10m`, `1g` (also
 /// `10MB`, `10 MiB`).
 pub fn parse_size(text: &str) -> Result<u64, String> {
+    let not_a_size = || format!("`{text}` is not a size; use bytes or e.g. 512k, 10m, 1g");
     let lower = text.trim().to_ascii_lowercase();
     let digits_end = lower
         .find(|c: char| !c.is_ascii_digit())
@@ -175,18 +176,14 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "k" => 1 << 10,
         "m" => 1 << 20,
         "g" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "`{text}` is not a size; use bytes or e.g. 512k, 10m, 1g"
-            ))
-        }
+        _ => return Err(not_a_size()),
     };
     digits
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(scale))
         .filter(|n| *n > 0)
-        .ok_or_else(|| format!("`{text}` is not a size; use bytes or e.g. 512k, 10m, 1g"))
+        .ok_or_else(not_a_size)
 }
 
 /// A dollar amount: `2.50` or `$2.50`, not negative.

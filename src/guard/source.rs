@@ -308,10 +308,7 @@ pub fn python_load_tests(text: &str) -> Vec<String> {
     for line in text.lines() {
         let top_level = !line.starts_with([' ', '\t']) && !line.trim().is_empty();
         if top_level {
-            let names_it = line
-                .split(|c: char| !c.is_alphanumeric() && c != '_')
-                .any(|w| w == "load_tests");
-            inside = names_it;
+            inside = has_word(line, "load_tests");
             if inside {
                 found.push(String::new());
             }

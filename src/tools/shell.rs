@@ -59,10 +59,10 @@ impl Tool for RunCommand {
             ));
         }
         let sandbox = ctx.verifier.sandbox;
-        let jail = sandbox.model_jail();
         if let Some(refusal) = sandbox.refusal() {
             return Ok(ToolOutcome::error(refusal, "refused: no sandbox"));
         }
+        let jail = sandbox.model_jail();
         let asked = args.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1);
         let timeout = asked.min(ctx.max_command_secs);
         let workspace = ctx.workspace();

@@ -77,18 +77,18 @@ impl<'a> Verifier<'a> {
             user_workdir,
             private_files,
         } = unreadable;
-        let room = CleanRoom::create(&workspace.objects_dir(), user_workdir)?;
+        let objects = workspace.objects_dir();
+        let room = CleanRoom::create(&objects, user_workdir)?;
         let runner_script = room.root().join("agent_git_runner.py");
         std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
             .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;
-        let common_dir = workspace.objects_dir();
         // The clean room's own git dir (its alternates name the repository) and the folders
         // of other test runs are not the tests' business either.
         let room_git = room.root().join("git");
         let room_runs = room.root().join("runs");
         let hidden: Vec<PathBuf> = [
             user_workdir,
-            common_dir.parent(),
+            objects.parent(),
             Some(workspace.path()),
             Some(sandbox.private_dir()),
             Some(room_git.as_path()),

@@ -45,7 +45,7 @@ enum Walk {
 }
 
 /// What a reset remembers of one entry of the tree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Stamp {
     ino: u64,
     ctime: (i64, i64),
@@ -398,10 +398,15 @@ impl CleanRoom {
         self.root().join("cargo-target")
     }
 
+    /// Where a build cache for one run from scratch goes, beside the shared one.
+    fn fresh_cargo_target_dir(&self) -> PathBuf {
+        self.root().join("cargo-target-fresh")
+    }
+
     /// An empty build cache beside the shared one, for a run that must not read what earlier
     /// runs wrote.
     pub fn fresh_cargo_target(&self) -> Result<PathBuf, WorkspaceError> {
-        let fresh = self.root().join("cargo-target-fresh");
+        let fresh = self.fresh_cargo_target_dir();
         remove_entry(&fresh)?;
         std::fs::create_dir(&fresh).map_err(|e| WorkspaceError::io("create", &fresh, e))?;
         Ok(fresh)
@@ -411,7 +416,7 @@ impl CleanRoom {
     /// pass is confirmed again).
     pub fn adopt_fresh_cache(&mut self) -> Result<(), WorkspaceError> {
         let shared = self.cargo_target();
-        let fresh = self.root().join("cargo-target-fresh");
+        let fresh = self.fresh_cargo_target_dir();
         remove_entry(&shared)?;
         std::fs::rename(&fresh, &shared).map_err(|e| WorkspaceError::io("keep", &fresh, e))?;
         self.cache_written = true;
@@ -509,28 +514,15 @@ impl CleanRoom {
     /// A digest of the stat data of everything the setup command made: any change to it
     /// (a test run patching a dependency, say) is seen before the next run.
     fn outputs_digest(&self) -> Result<u64, WorkspaceError> {
-        use std::os::unix::fs::MetadataExt;
         let mut hasher = DefaultHasher::new();
         for rel in &self.setup_outputs {
             let walk = walkdir::WalkDir::new(self.tree.join(rel))
                 .follow_links(false)
                 .sort_by_file_name();
             for entry in walk {
-                let entry = entry.map_err(|e| WorkspaceError::Unsafe(e.to_string()))?;
-                let meta = entry
-                    .metadata()
-                    .map_err(|e| WorkspaceError::Unsafe(e.to_string()))?;
-                (
-                    entry.path(),
-                    meta.len(),
-                    meta.mtime(),
-                    meta.mtime_nsec(),
-                    meta.ctime(),
-                    meta.ctime_nsec(),
-                    meta.mode(),
-                    meta.ino(),
-                )
-                    .hash(&mut hasher);
+                let entry = entry?;
+                let meta = entry.metadata()?;
+                (entry.path(), meta.len(), Stamp::of(&meta)).hash(&mut hasher);
             }
         }
         Ok(hasher.finish())
