@@ -1259,3 +1259,104 @@ fn the_tests_cannot_be_moved_aside_and_replaced_while_they_run() {
         .contains("zpkg/tests/test_add.py::test_add"));
     assert_eq!(UserState::capture(&env, &repo), before);
 }
+
+#[test]
+fn pytest_state_planted_in_the_tree_is_refused_so_a_fresh_checkout_agrees() {
+    let env = TestEnv::new();
+    let repo = pytest_calc(&env, &[]);
+    let before = UserState::capture(&env, &repo);
+    // The clean room runs pytest without its cache; a fresh checkout reads this one first
+    // and dies on it.
+    let plant = tool(
+        "plant",
+        "write_file",
+        json!({"path": ".pytest_cache/v/cache/lastfailed", "content": "[]\n"}),
+    );
+    let replies = json!([
+        calls("Fix, and keep the cache.", vec![fix_add(), plant]),
+        end_turn("Done."),
+    ]);
+    let run = fix_with_pytest(&env, &repo, "agent/lastfailed", replies);
+    run.assert_refused("plant", "protected");
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let (passed, output) = export_and_test(&env, &repo, "agent/lastfailed", PYTEST, &pytest_path());
+    assert!(
+        passed,
+        "a `passed` that a fresh checkout disputes:\n{output}"
+    );
+    assert_eq!(UserState::capture(&env, &repo), before);
+}
+
+#[test]
+fn a_file_where_cargo_builds_is_not_committed_so_a_fresh_checkout_agrees() {
+    let env = TestEnv::new();
+    let repo = crate_repo(&env);
+    let before = UserState::capture(&env, &repo);
+    // `target/` in .gitignore matches a directory only: a file of that name would be
+    // committed, and a fresh `cargo test` could not build.
+    let replies = json!([
+        calls(
+            "Fix, and leave a note.",
+            vec![
+                edit_lib("fix", "    a - b", "    a + b"),
+                run("plant", "printf 'build notes\\n' > target"),
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted_with(&repo, "agent/target", replies, &[], |cmd| {
+        cmd.env("HOME", std::env::var("HOME").unwrap());
+    });
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let (is_error, text) = &run.results()["plant"];
+    assert!(*is_error && text.contains("target"), "{text}");
+    assert_eq!(
+        env.git(&repo, &["ls-tree", "--name-only", "agent/target", "target"]),
+        ""
+    );
+    let home = std::env::var("HOME").unwrap();
+    let path = std::env::var("PATH").unwrap();
+    let command = format!("HOME={home} cargo test");
+    let (passed, output) = export_and_test(&env, &repo, "agent/target", &command, &path);
+    assert!(
+        passed,
+        "a `passed` that a fresh checkout disputes:\n{output}"
+    );
+    assert_eq!(UserState::capture(&env, &repo), before);
+}
+
+#[test]
+fn a_name_git_keeps_for_itself_is_refused_and_the_run_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let before = UserState::capture(&env, &repo);
+    // `git~1` is `.git` to git (its short name on NTFS): git stores nothing under it.
+    let write = tool(
+        "write",
+        "write_file",
+        json!({"path": "GIT~1/offset.txt", "content": "1\n"}),
+    );
+    let replies = json!([
+        calls(
+            "Keep an offset.",
+            vec![
+                write,
+                run("made", "mkdir -p git~1 && echo 1 > git~1/offset.txt"),
+                fix_add()
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted(&repo, "agent/gitdir", replies, &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    run.assert_refused("write", "inside .git");
+    run.assert_refused(
+        "made",
+        "git~1/offset.txt was not committed: git will not store",
+    );
+    assert_eq!(
+        env.trailer(&repo, "agent/gitdir", "Agent-Outcome"),
+        "passed"
+    );
+    assert_eq!(UserState::capture(&env, &repo), before);
+}

@@ -63,6 +63,9 @@ pub const DEFAULT_RUNNER_CONFIG: &[&str] = &[
     // How git writes the files the tests read (eol, filters) and what an export holds.
     ".gitattributes",
     ".agentgit",
+    // Where pytest keeps state between runs (`--lf`, its cache plugin): the clean room runs
+    // without it, so a tracked copy would be read by a fresh checkout alone.
+    ".pytest_cache",
 ];
 
 /// Names that would stand in for a runner, its dependencies or the interpreter's start-up:
@@ -311,7 +314,7 @@ impl Guard {
         let inside = real
             .strip_prefix(&self.root)
             .map_err(|_| PathError::Escapes(given.to_string()))?;
-        if inside.components().any(|c| c.as_os_str() == ".git") {
+        if inside.components().any(|c| names_git_dir(c.as_os_str())) {
             return Err(PathError::InsideGit(given.to_string()));
         }
         Ok(real)
@@ -340,7 +343,7 @@ pub fn normalize(path: &str) -> Result<PathBuf, PathError> {
                 }
             }
             Component::Normal(part) => {
-                if part == ".git" {
+                if names_git_dir(part) {
                     return Err(PathError::InsideGit(trimmed.to_string()));
                 }
                 parts.push(part);
@@ -348,6 +351,14 @@ pub fn normalize(path: &str) -> Result<PathBuf, PathError> {
         }
     }
     Ok(parts.iter().collect())
+}
+
+/// Whether git takes a path component for its own directory, and so will not store a file
+/// under it: `.git` in any case, with trailing dots or spaces, or its short name `git~1`.
+fn names_git_dir(part: &std::ffi::OsStr) -> bool {
+    let name = part.to_string_lossy().to_lowercase();
+    let name = name.trim_end_matches(['.', ' ']);
+    name == ".git" || name == "git~1"
 }
 
 /// A relative path as reports and the model see it: forward slashes, `.` for the root.
@@ -407,6 +418,8 @@ mod tests {
             "testdata/.gitattributes",
             "flipper-1.0.dist-info/entry_points.txt",
             "calc.egg-info/PKG-INFO",
+            ".pytest_cache",
+            "sub/.pytest_cache/v/cache/lastfailed",
         ] {
             assert!(
                 p.is_protected(Path::new(path)),
@@ -496,6 +509,21 @@ mod tests {
             normalize("sub/.git/config"),
             Err(PathError::InsideGit("sub/.git/config".into()))
         );
+        for alias in [
+            "git~1/offset.txt",
+            "GIT~1/x",
+            ".Git/x",
+            ".git./x",
+            "a/.git /x",
+        ] {
+            assert_eq!(
+                normalize(alias),
+                Err(PathError::InsideGit(alias.into())),
+                "git stores nothing under {alias}"
+            );
+        }
+        assert_eq!(normalize("git~2/x"), Ok(PathBuf::from("git~2/x")));
+        assert_eq!(normalize(".github/x"), Ok(PathBuf::from(".github/x")));
     }
 
     #[test]

@@ -184,6 +184,15 @@ pub fn collected(
         }
         _ => {}
     }
+    // Where cargo builds when nothing redirects it: the clean room builds elsewhere, so a
+    // tracked `target` (a file, a link, a planted build) would meet a fresh checkout alone.
+    for manifest in paths
+        .iter()
+        .filter(|p| p.rsplit('/').next() == Some("Cargo.toml"))
+    {
+        let dir = manifest.trim_end_matches("Cargo.toml");
+        found.protected.push(format!("/{dir}target"));
+    }
     // Make may run behind another command (`npm test` running `make check`).
     let lines = command_lines(command, read);
     let runs_make = lines
@@ -660,7 +669,9 @@ mod tests {
         assert_eq!(unittest.protected, vec!["test*.py"]);
         assert_eq!(unittest.no_new, vec!["__init__.py"]);
         let cargo_files = [("src/lib.rs", "#[cfg(test)]\nmod tests;\n")];
-        let cargo_paths = vec!["src/lib.rs".to_string()];
+        let cargo_paths: Vec<String> = ["Cargo.toml", "src/lib.rs", "sub/Cargo.toml"]
+            .map(String::from)
+            .to_vec();
         let cargo_read = reader(&cargo_files);
         assert_eq!(
             collected(
@@ -671,7 +682,13 @@ mod tests {
                 &[]
             )
             .protected,
-            vec!["benches/", "/src/tests.rs", "/src/tests/"]
+            vec![
+                "benches/",
+                "/src/tests.rs",
+                "/src/tests/",
+                "/target",
+                "/sub/target"
+            ]
         );
     }
 

@@ -226,9 +226,18 @@ impl Workspace {
             } else {
                 None
             };
+            // A name git will not store (`git~1/x`, made by a command) is dropped, not fatal.
+            let refusal = match refusal {
+                None => match index.add_path(rel) {
+                    Err(e) if e.class() == git2::ErrorClass::Index => {
+                        Some(format!("git will not store a file there ({})", e.message()))
+                    }
+                    added => added.map(|()| None)?,
+                },
+                some => some,
+            };
             match refusal {
                 None => {
-                    index.add_path(rel)?;
                     if meta.file_type().is_symlink() {
                         staged_links.push(rel.to_path_buf());
                     }
