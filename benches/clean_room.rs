@@ -94,6 +94,7 @@ fn bench(name: &str, files: usize) {
         workspace.path(),
         Limits::default(),
         vec![],
+        vec![workspace.git_dir().to_path_buf()],
     )
     .expect("sandbox");
     let interrupt = AtomicBool::new(false);

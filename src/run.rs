@@ -199,6 +199,7 @@ fn work(
         guard.root(),
         Limits::default(),
         plan.allow_write.clone(),
+        vec![workspace.git_dir().to_path_buf()],
     )
     .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
     progress(&format!("sandbox: {}", sandbox.describe()));

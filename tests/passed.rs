@@ -1099,8 +1099,10 @@ fn cargo_test_modules_in_their_own_files_targets_and_workspaces_are_protected() 
 fn nothing_outside_the_writable_dirs_changes_not_even_modes_or_times() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let victim = env.path().join("victim.txt");
+    // In HOME (seen read-only, under the run's overlay) and in the git dir (seen read-only).
+    let victim = env.path().join("home/victim.txt");
     std::fs::write(&victim, "the user's file\n").unwrap();
+    let config = repo.join(".git/config");
     let stamp = |p: &Path| {
         let meta = std::fs::metadata(p).unwrap();
         (
@@ -1109,11 +1111,13 @@ fn nothing_outside_the_writable_dirs_changes_not_even_modes_or_times() {
         )
     };
     let (victim_before, calc_before) = (stamp(&victim), stamp(&repo.join("calc.py")));
+    let config_before = stamp(&config);
     let before = UserState::capture(&env, &repo);
     let attack = format!(
-        "chmod 000 '{v}'; touch -d 2001-02-03 '{v}' '{c}'; chmod 4755 '{c}'; echo done",
+        "chmod 000 '{v}' '{g}'; touch -d 2001-02-03 '{v}' '{c}' '{g}'; chmod 4755 '{c}'; echo done",
         v = victim.display(),
-        c = repo.join("calc.py").display()
+        c = repo.join("calc.py").display(),
+        g = config.display()
     );
     let replies = json!([
         calls("Tidy up.", vec![run("modes", &attack), fix_add()]),
@@ -1127,6 +1131,7 @@ fn nothing_outside_the_writable_dirs_changes_not_even_modes_or_times() {
     let (_, text) = &run.results()["modes"];
     assert!(text.contains("Read-only file system"), "{text}");
     assert_eq!(stamp(&victim), victim_before, "{text}");
+    assert_eq!(stamp(&config), config_before, "{text}");
     assert_eq!(stamp(&repo.join("calc.py")), calc_before, "{text}");
     assert_eq!(UserState::capture(&env, &repo), before);
 }

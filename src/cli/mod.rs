@@ -39,7 +39,7 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// The sandbox helper that agent-git runs commands through.
     #[command(hide = true, name = "sandbox-exec")]
-    SandboxExec(sandbox_exec::SandboxExecArgs),
+    SandboxExec(Box<sandbox_exec::SandboxExecArgs>),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +86,6 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
         Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),
-        Command::SandboxExec(args) => Ok(sandbox_exec::run(args)),
+        Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
     }
 }

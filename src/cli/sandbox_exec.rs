@@ -1,6 +1,6 @@
 //! `agent-git sandbox-exec` (hidden): the sandbox helper. agent-git runs it; people do not.
 
-use crate::sandbox::helper::{self, HelperArgs};
+use crate::sandbox::helper::{self, HelperArgs, HomeOverlay};
 use clap::Args;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -19,8 +19,21 @@ pub struct SandboxExecArgs {
     /// A path inside a writable one that stays read-only (repeatable).
     #[arg(long = "read-only")]
     read_only: Vec<PathBuf>,
+    /// A path the command must still see under a fresh mount (repeatable).
+    #[arg(long = "keep")]
+    keep: Vec<PathBuf>,
+    /// HOME, shown read-only under an overlay whose writes land in --home-upper.
+    #[arg(long, requires = "home_upper")]
+    home: Option<PathBuf>,
+    #[arg(long, requires = "home")]
+    home_upper: Option<PathBuf>,
     #[arg(long)]
     no_read_only_rest: bool,
+    #[arg(long)]
+    no_fresh_proc: bool,
+    /// Seconds after which the command dies, whatever agent-git does.
+    #[arg(long)]
+    max_wall: Option<u64>,
     #[arg(long)]
     max_processes: u64,
     #[arg(long)]
@@ -43,7 +56,14 @@ pub fn run(args: SandboxExecArgs) -> u8 {
         hidden: args.hidden,
         shown: args.shown,
         read_only: args.read_only,
+        keep: args.keep,
+        home: args
+            .home
+            .zip(args.home_upper)
+            .map(|(home, upper)| HomeOverlay { home, upper }),
         read_only_rest: !args.no_read_only_rest,
+        fresh_proc: !args.no_fresh_proc,
+        max_wall: args.max_wall,
         max_processes: args.max_processes,
         max_file_size: args.max_file_size,
         max_cpu: args.max_cpu,

@@ -7,8 +7,9 @@ use landlock::{
     ABI,
 };
 use rustix::process::Resource;
+use rustix::thread::{unshare_unsafe, UnshareFlags};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The exit status of a helper that could not confine a command (so did not run it).
 pub const SANDBOX_FAILED: i32 = 125;
@@ -22,11 +23,21 @@ pub struct HelperArgs {
     pub shown: Vec<PathBuf>,
     /// Paths inside the writable ones that stay read-only (the tests, in the clean room).
     pub read_only: Vec<PathBuf>,
-    /// Make the rest of the filesystem read-only, in a mount namespace of its own.
+    /// Paths the command must still find where the namespace puts something new in their
+    /// place (toolchains under /tmp, the runner's script): bound back, read-only.
+    pub keep: Vec<PathBuf>,
+    /// HOME as it is, read-only, under an overlay whose writes go to this directory.
+    pub home: Option<HomeOverlay>,
+    /// A mount namespace of its own: the rest of the filesystem read-only, /tmp, /run and
+    /// /dev/shm private and empty, hidden paths covered.
     pub read_only_rest: bool,
+    /// A /proc of the command's own PID namespace.
+    pub fresh_proc: bool,
     pub max_processes: u64,
     pub max_file_size: u64,
     pub max_cpu: u64,
+    /// Seconds after which the helper dies, and the command with it, whatever agent-git does.
+    pub max_wall: Option<u64>,
     pub network: bool,
     pub landlock: bool,
     /// Report which layers hold, then exit without running anything.
@@ -34,100 +45,298 @@ pub struct HelperArgs {
     pub command: Vec<OsString>,
 }
 
-pub fn run(args: &HelperArgs) -> i32 {
-    // The cgroup is joined first, with the ids agent-git runs as, before a user namespace.
-    let processes = limit_processes(args.max_processes);
-    let network = if args.network {
-        isolate_network()
-    } else {
-        Err("not requested".into())
-    };
-    let limits = set_rlimits(args);
-    let read_only = if args.read_only_rest {
-        let in_user_namespace = *network.as_ref().unwrap_or(&false);
-        read_only_elsewhere(&args.writable, &args.read_only, in_user_namespace)
-    } else {
-        Err("not requested".into())
-    };
-    let filesystem = if args.landlock {
-        confine_files(&args.writable, &args.hidden, &args.shown)
-    } else {
-        Err("not requested".into())
-    };
-    if args.probe {
-        let show = |r: &Result<String, String>| match r {
-            Ok(how) => format!("ok {how}"),
-            Err(e) => format!("error {e}"),
-        };
-        println!("network {}", show(&network.map(|_| String::new())));
-        println!("filesystem {}", show(&filesystem.map(|_| String::new())));
-        println!("readonly {}", show(&read_only.map(|_| String::new())));
-        println!("processes {}", show(&processes));
-        return 0;
-    }
-    let failures = [
-        (args.network, network.err()),
-        (args.landlock, filesystem.err()),
-        (args.read_only_rest, read_only.err()),
-        (true, limits.err()),
-    ];
-    for (wanted, failure) in failures {
-        if let (true, Some(e)) = (wanted, failure) {
-            eprintln!("agent-git sandbox: {e}; the command was not run");
-            return SANDBOX_FAILED;
-        }
-    }
-    run_as_namespace_init(&args.command)
+/// HOME seen through an overlay: the real one below, read-only; writes land in `upper`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeOverlay {
+    pub home: PathBuf,
+    pub upper: PathBuf,
 }
 
-/// Reads the probe's three lines back into layers.
+/// Directories the command gets fresh and empty, and whether it may write there.
+const PRIVATE_DIRS: &[(&str, bool)] = &[
+    ("/tmp", true),
+    ("/var/tmp", true),
+    ("/dev/shm", true),
+    ("/run", false),
+    ("/var/run", false),
+];
+
+/// What each layer came to, as the probe reports it.
+struct Report {
+    network: Result<(), String>,
+    filesystem: Result<(), String>,
+    read_only: Result<(), String>,
+    home: Result<(), String>,
+    proc: Result<(), String>,
+    processes: Result<String, String>,
+}
+
+impl Report {
+    fn print(&self) {
+        let show = |r: &Result<(), String>| match r {
+            Ok(()) => "ok ".to_string(),
+            Err(e) => format!("error {e}"),
+        };
+        println!("network {}", show(&self.network));
+        println!("filesystem {}", show(&self.filesystem));
+        println!("readonly {}", show(&self.read_only));
+        println!("home {}", show(&self.home));
+        println!("proc {}", show(&self.proc));
+        match &self.processes {
+            Ok(how) => println!("processes ok {how}"),
+            Err(e) => println!("processes error {e}"),
+        }
+    }
+}
+
+/// Confines this process, then runs the command as init of a new PID namespace and passes its
+/// exit status on. The helper itself stays outside that namespace, as the command's parent:
+/// when agent-git dies the helper gets a parent-death signal, and when the helper dies, so
+/// does the init, and with it every process of the namespace.
+pub fn run(args: &HelperArgs) -> i32 {
+    let parent = rustix::process::getppid();
+    // The cgroup is joined first, with the ids agent-git runs as, before a user namespace.
+    let processes = limit_processes(args.max_processes);
+    let wants_namespaces = args.network || args.read_only_rest;
+    let user = if wants_namespaces {
+        own_user_namespace()
+    } else {
+        Err("not requested".into())
+    };
+    let network = match (&user, args.network) {
+        (_, false) => Err("not requested".into()),
+        (Err(e), true) => Err(e.clone()),
+        (Ok(()), true) => isolate_network(),
+    };
+    let limits = set_rlimits(args);
+    let failed = |wanted: bool, result: &Result<(), String>| match (wanted, result) {
+        (true, Err(e)) if !args.probe => {
+            eprintln!("agent-git sandbox: {e}; the command was not run");
+            true
+        }
+        _ => false,
+    };
+    if failed(args.network, &network) || failed(true, &limits) {
+        return SANDBOX_FAILED;
+    }
+    // SAFETY: this process is single-threaded and unshares no file table.
+    let pid_namespace = unsafe { unshare_unsafe(UnshareFlags::NEWPID) }
+        .map_err(|e| format!("cannot create a PID namespace: {e}"));
+    if failed(true, &pid_namespace) {
+        return SANDBOX_FAILED;
+    }
+    let namespace_layers = user.and(pid_namespace);
+    let Ok(parent_alive) = die_with(parent) else {
+        return SANDBOX_FAILED;
+    };
+    // SAFETY: single-threaded, so the child may allocate; it only returns by exec or _exit.
+    match unsafe { libc::fork() } {
+        -1 => {
+            eprintln!(
+                "agent-git sandbox: cannot fork: {}",
+                std::io::Error::last_os_error()
+            );
+            SANDBOX_FAILED
+        }
+        0 => {
+            let code = namespace_init(args, namespace_layers, network, processes, parent_alive);
+            // SAFETY: _exit ends the child without running the parent's destructors twice.
+            unsafe { libc::_exit(code) }
+        }
+        child => {
+            drop(parent_alive);
+            wait_for(child, args.max_wall)
+        }
+    }
+}
+
+/// Reads the probe's lines back into layers.
 pub fn parse_probe(text: &str) -> super::Layers {
     let field = |name: &str| -> Result<String, String> {
         let line = text
             .lines()
-            .find_map(|l| l.strip_prefix(name).map(str::trim))
+            .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
             .ok_or_else(|| format!("the sandbox helper did not report on {name}"))?;
         match line.split_once(' ').unwrap_or((line, "")) {
-            ("ok", how) => Ok(how.to_string()),
-            (_, why) => Err(why.to_string()),
+            ("ok", how) => Ok(how.trim().to_string()),
+            (_, why) => Err(why.trim().to_string()),
         }
     };
     super::Layers {
         network: field("network").map(|_| ()),
         filesystem: field("filesystem").map(|_| ()),
         read_only: field("readonly").map(|_| ()),
+        home: field("home").map(|_| ()),
+        proc: field("proc").map(|_| ()),
         processes: field("processes"),
     }
 }
 
-/// A fresh network namespace with only its own loopback, brought up so that servers the
-/// command starts for itself can be reached.
-/// Also a private IPC namespace and a fresh session keyring, and a user namespace of its own
-/// (for root too, where the kernel allows): then SysV IPC objects and keys cannot carry state
-/// from one command to the next, or outlive the run. Returns whether the user namespace is
-/// its own.
-fn isolate_network() -> Result<bool, String> {
-    use rustix::thread::{unshare_unsafe, UnshareFlags};
+/// The ends of a pipe that tells a child its parent is gone: the parent holds `_writer` open
+/// for its whole life, and the child sees end-of-file when the parent dies.
+struct ParentAlive {
+    reader: std::os::fd::OwnedFd,
+    _writer: std::os::fd::OwnedFd,
+}
+
+/// Asks for SIGKILL when the parent (agent-git) dies, and makes sure it has not already: a
+/// namespace change may clear the request, so it is made once they are all made.
+fn die_with(parent: Option<rustix::process::Pid>) -> Result<ParentAlive, ()> {
+    let (reader, writer) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| eprintln!("agent-git sandbox: cannot make a pipe: {e}"))?;
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    if rustix::process::getppid() != parent {
+        return Err(());
+    }
+    Ok(ParentAlive {
+        reader,
+        _writer: writer,
+    })
+}
+
+/// Waits for the namespace's init; at `max_wall` seconds the default action of SIGALRM ends
+/// this helper, and the init's parent-death signal ends everything in the namespace.
+fn wait_for(child: libc::pid_t, max_wall: Option<u64>) -> i32 {
+    if let Some(seconds) = max_wall {
+        let seconds = u32::try_from(seconds.max(1)).unwrap_or(u32::MAX);
+        // SAFETY: alarm(2) only arms a timer.
+        unsafe { libc::alarm(seconds) };
+    }
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: waitpid writes the status into the int we own.
+        let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+        if waited == child {
+            break;
+        }
+        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            eprintln!("agent-git sandbox: lost the command");
+            return SANDBOX_FAILED;
+        }
+    }
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    }
+}
+
+/// In the child, pid 1 of the new namespace: its own mounts and /proc, Landlock, no
+/// capabilities, then the command. Returns only on failure, or after a probe.
+fn namespace_init(
+    args: &HelperArgs,
+    namespaces: Result<(), String>,
+    network: Result<(), String>,
+    processes: Result<String, String>,
+    parent_alive: ParentAlive,
+) -> i32 {
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    if !parent_is_alive(&parent_alive) {
+        return SANDBOX_FAILED;
+    }
+    let not_requested = || Err::<(), String>("not requested".into());
+    let (read_only, home, extra_writable) = match (&namespaces, args.read_only_rest) {
+        (_, false) => (not_requested(), not_requested(), Vec::new()),
+        (Err(e), true) => (Err(e.clone()), Err(e.clone()), Vec::new()),
+        (Ok(()), true) => match build_mounts(args) {
+            Ok((home, extra)) => (Ok(()), home, extra),
+            Err(e) => (Err(e.clone()), Err(e), Vec::new()),
+        },
+    };
+    let proc = match (&read_only, args.fresh_proc) {
+        (_, false) => not_requested(),
+        (Err(e), true) => Err(e.clone()),
+        (Ok(()), true) => mount_fresh_proc(),
+    };
+    let filesystem = if args.landlock {
+        let mut writable = args.writable.clone();
+        writable.extend(extra_writable);
+        confine_files(&writable, &args.hidden, &args.shown)
+    } else {
+        not_requested()
+    };
+    if args.probe {
+        Report {
+            network,
+            filesystem,
+            read_only,
+            home,
+            proc,
+            processes,
+        }
+        .print();
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        return 0;
+    }
+    let wanted = [
+        (args.read_only_rest, read_only),
+        (args.home.is_some(), home),
+        (args.fresh_proc, proc),
+        (args.landlock, filesystem),
+    ];
+    for (wanted, result) in wanted {
+        if let (true, Err(e)) = (wanted, result) {
+            eprintln!("agent-git sandbox: {e}; the command was not run");
+            return SANDBOX_FAILED;
+        }
+    }
+    drop_capabilities();
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    if !parent_is_alive(&parent_alive) {
+        return SANDBOX_FAILED;
+    }
+    exec(&args.command)
+}
+
+/// Whether the helper still holds its end of the pipe.
+fn parent_is_alive(pipe: &ParentAlive) -> bool {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(&pipe.reader, PollFlags::IN)];
+    match poll(&mut fds, Some(&Timespec::default())) {
+        Ok(0) => true,
+        _ => !fds[0].revents().intersects(PollFlags::HUP | PollFlags::IN),
+    }
+}
+
+fn exec(command: &[OsString]) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let Some((program, rest)) = command.split_first() else {
+        eprintln!("agent-git sandbox: no command given");
+        return SANDBOX_FAILED;
+    };
+    let e = std::process::Command::new(program).args(rest).exec();
+    eprintln!(
+        "agent-git sandbox: cannot run {}: {e}",
+        program.to_string_lossy()
+    );
+    SANDBOX_FAILED
+}
+
+/// A user namespace of this process's own, for root too where the kernel allows: then it
+/// may make the other namespaces, and nothing it does there reaches the host. Root without
+/// one still can.
+fn own_user_namespace() -> Result<(), String> {
     let uid = rustix::process::geteuid();
     let gid = rustix::process::getegid();
-    let flags = UnshareFlags::NEWNET | UnshareFlags::NEWIPC;
     // SAFETY: this process is single-threaded and unshares no file table.
-    let own_user = match unsafe { unshare_unsafe(UnshareFlags::NEWUSER | flags) } {
-        Ok(()) => {
-            map_own_ids(uid.as_raw(), gid.as_raw())?;
-            true
-        }
-        Err(_) if uid.is_root() => {
-            // SAFETY: as above.
-            unsafe { unshare_unsafe(flags) }
-                .map_err(|e| format!("cannot create a network namespace: {e}"))?;
-            false
-        }
-        Err(e) => return Err(format!("cannot create a user and network namespace: {e}")),
-    };
+    match unsafe { unshare_unsafe(UnshareFlags::NEWUSER) } {
+        Ok(()) => map_own_ids(uid.as_raw(), gid.as_raw()),
+        Err(_) if uid.is_root() => Ok(()),
+        Err(e) => Err(format!("cannot create a user namespace: {e}")),
+    }
+}
+
+/// A fresh network namespace with only its own loopback, brought up so that servers the
+/// command starts for itself can be reached. Also a private IPC namespace and a fresh session
+/// keyring: then SysV IPC objects and keys cannot carry state from one command to the next,
+/// or outlive the run.
+fn isolate_network() -> Result<(), String> {
+    // SAFETY: this process is single-threaded and unshares no file table.
+    unsafe { unshare_unsafe(UnshareFlags::NEWNET | UnshareFlags::NEWIPC) }
+        .map_err(|e| format!("cannot create a network namespace: {e}"))?;
     join_fresh_keyring();
-    loopback_up()?;
-    Ok(own_user)
+    loopback_up()
 }
 
 /// Leaves the keyrings agent-git was started with for a new, empty session keyring.
@@ -154,61 +363,209 @@ fn map_own_ids(uid: u32, gid: u32) -> Result<(), String> {
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))
 }
 
-/// In a mount namespace of this process's own, everything read-only but `writable`, and the
-/// `read_only` paths inside those read-only again: `chmod`, `chown` or `touch` of anything
-/// else fails with EROFS (Landlock does not cover them), and a test run cannot rewrite the
-/// tests it runs. Nothing here is seen outside: the namespace's mounts are private.
-fn read_only_elsewhere(
-    writable: &[PathBuf],
-    read_only: &[PathBuf],
-    in_user_namespace: bool,
-) -> Result<(), String> {
+/// In a mount namespace of this process's own: /tmp, /run and /dev/shm fresh and empty (no
+/// socket or file of the host left there), HOME under an overlay if asked, hidden paths
+/// covered by empty ones, and everything read-only but `writable`, with the `read_only` paths
+/// inside those read-only again: `chmod`, `chown` or `touch` of anything else fails with
+/// EROFS (Landlock does not cover them), and a test run cannot rewrite the tests it runs.
+/// What the command must still see under a new mount is bound back. Nothing here is seen
+/// outside: the namespace's mounts are private. Returns how the HOME overlay went, and the
+/// fresh directories the command may write to.
+fn build_mounts(args: &HelperArgs) -> Result<(Result<(), String>, Vec<PathBuf>), String> {
     use rustix::mount::{mount_bind, mount_bind_recursive, mount_change, MountPropagationFlags};
-    use rustix::thread::{unshare_unsafe, UnshareFlags};
-    let uid = rustix::process::geteuid();
-    let gid = rustix::process::getegid();
-    let own_user = !uid.is_root() && !in_user_namespace;
-    let flags = if own_user {
-        UnshareFlags::NEWUSER | UnshareFlags::NEWNS
-    } else {
-        UnshareFlags::NEWNS
-    };
     // SAFETY: this process is single-threaded and unshares no file table.
-    unsafe { unshare_unsafe(flags) }
+    unsafe { unshare_unsafe(UnshareFlags::NEWNS) }
         .map_err(|e| format!("cannot create a mount namespace: {e}"))?;
-    if own_user {
-        map_own_ids(uid.as_raw(), gid.as_raw())?;
-    }
-    let fail = |what: &str, path: &std::path::Path, e: rustix::io::Errno| {
-        format!("cannot {what} {}: {e}", path.display())
-    };
-    let root = std::path::Path::new("/");
+    let root = Path::new("/");
     mount_change(
         root,
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
     )
     .map_err(|e| fail("make private", root, e))?;
-    for dir in writable.iter().filter(|d| d.exists()) {
+    let visible: Vec<PathBuf> = args
+        .writable
+        .iter()
+        .chain(&args.shown)
+        .chain(&args.keep)
+        .chain(args.home.iter().flat_map(|h| [&h.home, &h.upper]))
+        .cloned()
+        .collect();
+    let mut fresh_writable = Vec::new();
+    for (dir, writable) in PRIVATE_DIRS {
+        let dir = Path::new(dir);
+        let is_dir = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
+        // One the user made writable on purpose (`--allow-write /tmp`) stays as it is.
+        if !is_dir || args.writable.iter().any(|w| dir.starts_with(w)) {
+            continue;
+        }
+        cover(dir, &visible, || {
+            mount_tmpfs(dir, if *writable { "1777" } else { "755" })
+        })?;
+        if *writable {
+            fresh_writable.push(dir.to_path_buf());
+        }
+    }
+    let home = match &args.home {
+        None => Err("not requested".to_string()),
+        Some(overlay) => {
+            let others: Vec<PathBuf> = visible
+                .iter()
+                .filter(|v| **v != overlay.home)
+                .cloned()
+                .collect();
+            let mounted = cover(&overlay.home, &others, || mount_home_overlay(overlay));
+            if mounted.is_ok() {
+                fresh_writable.push(overlay.home.clone());
+            }
+            mounted
+        }
+    };
+    for path in &args.hidden {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) if meta.is_dir() => cover(path, &visible, || mount_tmpfs(path, "700"))?,
+            Ok(_) => mount_bind(Path::new("/dev/null"), path).map_err(|e| fail("hide", path, e))?,
+            Err(_) => {}
+        }
+    }
+    for dir in args.writable.iter().filter(|d| d.exists()) {
         mount_bind_recursive(dir, dir).map_err(|e| fail("bind", dir, e))?;
     }
     // The directories above a read-only path become mount points too: a mount point cannot
     // be renamed or removed, so the read-only path cannot be moved aside and replaced.
-    let holders = holders_of(read_only, writable);
+    let holders = holders_of(&args.read_only, &args.writable);
     for dir in &holders {
         mount_bind(dir, dir).map_err(|e| fail("bind", dir, e))?;
     }
-    for path in read_only.iter().filter(|p| p.exists()) {
+    for path in args.read_only.iter().filter(|p| p.exists()) {
         mount_bind(path, path).map_err(|e| fail("bind", path, e))?;
     }
     set_read_only(root, true, true)?;
-    for dir in writable.iter().filter(|d| d.exists()).chain(&holders) {
+    let writable = args.writable.iter().filter(|d| d.exists());
+    for dir in writable.chain(&holders).chain(&fresh_writable) {
         set_read_only(dir, false, false)?;
     }
-    // The working directory still points into the mount as it was before the binds: look it
-    // up again, so relative paths reach the writable bind.
+    // The working directory still points into the mounts as they were: look it up again, so
+    // relative paths reach what is mounted there now.
     let cwd = std::env::current_dir().map_err(|e| format!("cannot find the working dir: {e}"))?;
     std::env::set_current_dir(&cwd)
-        .map_err(|e| format!("cannot enter {} again: {e}", cwd.display()))
+        .map_err(|e| format!("cannot enter {} again: {e}", cwd.display()))?;
+    Ok((home, fresh_writable))
+}
+
+fn fail(what: &str, path: &Path, e: rustix::io::Errno) -> String {
+    format!("cannot {what} {}: {e}", path.display())
+}
+
+/// Mounts something new at `target`, then binds back what the command must still see of
+/// the old (the `visible` paths under it, read through descriptors opened before).
+fn cover(
+    target: &Path,
+    visible: &[PathBuf],
+    mount: impl FnOnce() -> Result<(), String>,
+) -> Result<(), String> {
+    use rustix::fs::{Mode, OFlags};
+    let mut inside: Vec<&PathBuf> = visible
+        .iter()
+        .filter(|v| v.starts_with(target) && v.as_path() != target)
+        .collect();
+    inside.sort();
+    inside.dedup_by(|later, earlier| later.starts_with(earlier.as_path()));
+    let mut held = Vec::new();
+    for path in inside {
+        // One that is not there has nothing to bind back.
+        if let Ok(fd) = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty()) {
+            held.push((path, fd));
+        }
+    }
+    mount()?;
+    for (path, fd) in held {
+        let is_dir = rustix::fs::fstat(&fd)
+            .map(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir())
+            .unwrap_or(false);
+        let made = if is_dir {
+            std::fs::create_dir_all(path)
+        } else {
+            path.parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::File::create(path).map(drop))
+        };
+        made.map_err(|e| format!("cannot make a place for {}: {e}", path.display()))?;
+        use std::os::fd::AsRawFd;
+        let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        rustix::mount::mount_bind_recursive(source.as_str(), path)
+            .map_err(|e| fail("bind back", path, e))?;
+    }
+    Ok(())
+}
+
+fn mount_tmpfs(dir: &Path, mode: &str) -> Result<(), String> {
+    use rustix::mount::{mount, MountFlags};
+    let options = std::ffi::CString::new(format!("mode={mode}"))
+        .map_err(|_| "a mode holds a NUL byte".to_string())?;
+    mount(
+        "tmpfs",
+        dir,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        Some(options.as_c_str()),
+    )
+    .map_err(|e| fail("mount a private dir on", dir, e))
+}
+
+/// HOME as it is below, read-only; what the command writes there lands in `upper`.
+fn mount_home_overlay(overlay: &HomeOverlay) -> Result<(), String> {
+    use rustix::mount::{mount, MountFlags};
+    let upper = overlay.upper.join("upper");
+    let work = overlay.upper.join("work");
+    for dir in [&upper, &work] {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    }
+    // The option string separates with commas and colons: a path holding one cannot be said.
+    let paths = [&overlay.home, &upper, &work].map(|p| p.display().to_string());
+    if paths.iter().any(|p| p.contains([',', ':', '\\'])) {
+        return Err(format!(
+            "HOME {} cannot be named to an overlay (a comma, colon or backslash)",
+            overlay.home.display()
+        ));
+    }
+    let [home, upper, work] = paths;
+    let base = format!("lowerdir={home},upperdir={upper},workdir={work}");
+    // Unprivileged overlays keep their own records in user.* attributes.
+    let mut last = None;
+    for options in [format!("{base},userxattr"), base] {
+        let options =
+            std::ffi::CString::new(options).map_err(|_| "HOME holds a NUL byte".to_string())?;
+        match mount(
+            "overlay",
+            &overlay.home,
+            "overlay",
+            MountFlags::NOSUID | MountFlags::NODEV,
+            Some(options.as_c_str()),
+        ) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(format!(
+        "cannot put an overlay on HOME {}: {}",
+        overlay.home.display(),
+        last.map(|e| e.to_string()).unwrap_or_default()
+    ))
+}
+
+/// A /proc of this PID namespace, over the host's: no other process's `environ` or
+/// `cmdline` can be read.
+fn mount_fresh_proc() -> Result<(), String> {
+    use rustix::mount::{mount, MountFlags};
+    let proc = Path::new("/proc");
+    mount(
+        "proc",
+        proc,
+        "proc",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        None,
+    )
+    .map_err(|e| fail("mount a fresh /proc on", proc, e))
 }
 
 /// The directories between a writable directory and each read-only path inside it,
@@ -231,7 +588,7 @@ fn holders_of(read_only: &[PathBuf], writable: &[PathBuf]) -> Vec<PathBuf> {
 
 /// Sets (or clears) the read-only flag of the mount at `path`, and of every mount below it
 /// when `recursive`: one `mount_setattr(2)`, which rustix does not wrap.
-fn set_read_only(path: &std::path::Path, read_only: bool, recursive: bool) -> Result<(), String> {
+fn set_read_only(path: &Path, read_only: bool, recursive: bool) -> Result<(), String> {
     #[repr(C)]
     struct MountAttr {
         attr_set: u64,
@@ -446,46 +803,20 @@ fn drop_capabilities() {
     let _ = rustix::thread::set_capabilities(None, none);
 }
 
-/// Runs the command as pid 1 of a new PID namespace: when it dies, the kernel kills every
-/// process it left behind, however it detached them.
-fn run_as_namespace_init(command: &[OsString]) -> i32 {
-    let Some((program, rest)) = command.split_first() else {
-        eprintln!("agent-git sandbox: no command given");
-        return SANDBOX_FAILED;
-    };
-    use rustix::thread::{unshare_unsafe, UnshareFlags};
-    // SAFETY: this process is single-threaded and unshares no file table.
-    if let Err(e) = unsafe { unshare_unsafe(UnshareFlags::NEWPID) } {
-        eprintln!("agent-git sandbox: cannot create a PID namespace: {e}");
-        return SANDBOX_FAILED;
-    }
-    drop_capabilities();
-    match std::process::Command::new(program).args(rest).status() {
-        Ok(status) => {
-            use std::os::unix::process::ExitStatusExt;
-            status
-                .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
-        }
-        Err(e) => {
-            eprintln!(
-                "agent-git sandbox: cannot run {}: {e}",
-                program.to_string_lossy()
-            );
-            SANDBOX_FAILED
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn probe_lines_parse_into_layers() {
-        let layers = parse_probe("network ok \nfilesystem error Landlock: not supported\nreadonly ok \nprocesses ok cgroup pids.max 512\n");
+        let layers = parse_probe("network ok \nfilesystem error Landlock: not supported\nreadonly ok \nhome error cannot put an overlay on HOME /h: EINVAL\nproc ok \nprocesses ok cgroup pids.max 512\n");
         assert_eq!(layers.network, Ok(()));
         assert_eq!(layers.read_only, Ok(()));
+        assert_eq!(layers.proc, Ok(()));
+        assert_eq!(
+            layers.home,
+            Err("cannot put an overlay on HOME /h: EINVAL".into())
+        );
         assert_eq!(layers.filesystem, Err("Landlock: not supported".into()));
         assert_eq!(layers.processes, Ok("cgroup pids.max 512".into()));
         assert!(!layers.confines());

@@ -36,9 +36,69 @@ pub const ENV_ALLOWLIST: &[&str] = &[
     "RUSTUP_HOME",
     "RUSTUP_TOOLCHAIN",
     "CARGO_HOME",
+    "GOMODCACHE",
+    "GOCACHE",
     "VIRTUAL_ENV",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "CONDA_PREFIX",
+    "CONDA_DEFAULT_ENV",
     "PYTHONPATH",
+    "NVM_DIR",
+    "NVM_BIN",
     "NODE_PATH",
+];
+
+/// Variables that name where a toolchain lives: what they name is bound back where the
+/// sandbox mounts something fresh (a venv under /tmp, say).
+const TOOLCHAIN_DIRS: &[&str] = &[
+    "HOME",
+    "JAVA_HOME",
+    "GOROOT",
+    "GOPATH",
+    "GOMODCACHE",
+    "GOCACHE",
+    "RUSTUP_HOME",
+    "CARGO_HOME",
+    "VIRTUAL_ENV",
+    "PYENV_ROOT",
+    "CONDA_PREFIX",
+    "NVM_DIR",
+    "NVM_BIN",
+];
+
+/// Told to toolchains when the network is off, so they work from their caches instead of
+/// failing on a fetch. A value the user set wins.
+pub const OFFLINE_ENV: &[(&str, &str)] = &[
+    ("CARGO_NET_OFFLINE", "true"),
+    ("PIP_NO_INDEX", "1"),
+    ("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
+    ("UV_OFFLINE", "1"),
+    ("npm_config_offline", "true"),
+    ("GOFLAGS", "-mod=mod"),
+    ("GOPROXY", "off"),
+];
+
+/// What under HOME holds credentials: covered, so no command reads a key and prints it into
+/// the conversation. Relative to HOME.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".password-store",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/gh",
+    ".config/gcloud",
+    ".config/hub",
+    ".local/share/keyrings",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +114,9 @@ pub struct Limits {
     pub processes: u64,
     pub file_size_bytes: u64,
     pub cpu_seconds: u64,
+    /// Wall-clock seconds after which the helper ends the command itself, a backstop to
+    /// agent-git's own timeout.
+    pub wall_seconds: Option<u64>,
 }
 
 impl Default for Limits {
@@ -62,6 +125,7 @@ impl Default for Limits {
             processes: 512,
             file_size_bytes: 1 << 30,
             cpu_seconds: 600,
+            wall_seconds: None,
         }
     }
 }
@@ -73,6 +137,10 @@ pub struct Layers {
     pub filesystem: Result<(), String>,
     /// Everything but the writable dirs read-only (a mount namespace): metadata too.
     pub read_only: Result<(), String>,
+    /// HOME as the user has it, read-only, with the run's writes in an overlay.
+    pub home: Result<(), String>,
+    /// A /proc of the command's own: no other process's environment or command line.
+    pub proc: Result<(), String>,
     pub processes: Result<String, String>,
 }
 
@@ -95,6 +163,12 @@ pub struct Jail {
     pub shown: Vec<PathBuf>,
     /// Paths inside the writable dirs that stay read-only (the tests, in the clean room).
     pub read_only: Vec<PathBuf>,
+    /// Paths the command must find although they lie where it gets a fresh, empty directory
+    /// (under /tmp): the toolchains its environment names are added to these.
+    pub keep: Vec<PathBuf>,
+    /// The real HOME, seen read-only, with writes going to an overlay in the private HOME
+    /// the environment names; set when the sandbox can.
+    pub home_overlay: Option<helper::HomeOverlay>,
     pub env: Vec<(String, String)>,
 }
 
@@ -108,6 +182,11 @@ pub struct Sandbox {
     limits: Limits,
     /// Directories the user made writable on purpose (`--allow-write`).
     allow_write: Vec<PathBuf>,
+    /// What the model's commands read wherever it lies (the repository's git dir, for `git
+    /// log`), though a fresh /tmp would hide it.
+    readable: Vec<PathBuf>,
+    /// agent-git's own HOME, which commands see read-only where the sandbox can.
+    real_home: Option<PathBuf>,
 }
 
 /// What the helper is told, as its argv after `sandbox-exec`. Built as a pure value so that
@@ -119,11 +198,16 @@ pub fn helper_args(jail: &Jail, limits: &Limits, layers: &Layers) -> Vec<OsStrin
         ("--hide", &jail.hidden),
         ("--show", &jail.shown),
         ("--read-only", &jail.read_only),
+        ("--keep", &jail.keep),
     ] {
         for dir in dirs {
             args.push(flag.into());
             args.push(dir.into());
         }
+    }
+    if let Some(overlay) = &jail.home_overlay {
+        args.extend(["--home".into(), overlay.home.clone().into()]);
+        args.extend(["--home-upper".into(), overlay.upper.clone().into()]);
     }
     for (flag, value) in [
         ("--max-processes", limits.processes),
@@ -133,10 +217,14 @@ pub fn helper_args(jail: &Jail, limits: &Limits, layers: &Layers) -> Vec<OsStrin
         args.push(flag.into());
         args.push(value.to_string().into());
     }
+    if let Some(wall) = limits.wall_seconds {
+        args.extend(["--max-wall".into(), wall.to_string().into()]);
+    }
     for (holds, flag) in [
         (layers.network.is_ok(), "--no-network-isolation"),
         (layers.filesystem.is_ok(), "--no-landlock"),
         (layers.read_only.is_ok(), "--no-read-only-rest"),
+        (layers.proc.is_ok(), "--no-fresh-proc"),
     ] {
         if !holds {
             args.push(flag.into());
@@ -184,6 +272,56 @@ pub fn sandbox_env(
     }
     env.sort();
     env
+}
+
+/// A jail as the helper gets it: what the environment names as toolchains kept in view, the
+/// credentials under HOME covered, and, where the sandbox can, HOME the user's own (read-only,
+/// writes going to an overlay in the jail's private HOME); with the network off, the
+/// toolchains told so.
+pub fn complete(mut jail: Jail, layers: &Layers, real_home: Option<&Path>) -> Jail {
+    let real_home = real_home.filter(|h| h.is_absolute() && h.parent().is_some());
+    let get = |env: &[(String, String)], name: &str| {
+        env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    };
+    if let (Ok(()), Some(real), Some(private)) = (&layers.home, real_home, get(&jail.env, "HOME")) {
+        jail.home_overlay = Some(helper::HomeOverlay {
+            home: real.to_path_buf(),
+            upper: PathBuf::from(private),
+        });
+        jail.env.retain(|(n, _)| n != "HOME");
+        jail.env.push(("HOME".into(), real.display().to_string()));
+    }
+    if let Some(real) = real_home {
+        jail.hidden
+            .extend(HOME_SECRETS.iter().map(|secret| real.join(secret)));
+    }
+    let mut keep: Vec<PathBuf> = Vec::new();
+    for (name, value) in &jail.env {
+        let dirs: Vec<&str> = match name.as_str() {
+            "PATH" | "PYTHONPATH" | "NODE_PATH" => value.split(':').collect(),
+            _ if TOOLCHAIN_DIRS.contains(&name.as_str()) => vec![value.as_str()],
+            _ => continue,
+        };
+        keep.extend(
+            dirs.into_iter()
+                .filter(|d| d.starts_with('/') && *d != "/")
+                .map(PathBuf::from),
+        );
+    }
+    for path in keep {
+        if !jail.keep.contains(&path) {
+            jail.keep.push(path);
+        }
+    }
+    if layers.network.is_ok() {
+        for (name, value) in OFFLINE_ENV {
+            if get(&jail.env, name).is_none() {
+                jail.env.push((name.to_string(), value.to_string()));
+            }
+        }
+    }
+    jail.env.sort();
+    jail
 }
 
 /// What to make readable so that everything under `root` is, but the `hidden` paths, except
@@ -238,6 +376,7 @@ impl Sandbox {
         work: &Path,
         limits: Limits,
         allow_write: Vec<PathBuf>,
+        readable: Vec<PathBuf>,
     ) -> std::io::Result<Sandbox> {
         let private = tempfile::Builder::new()
             .prefix("agent-git-sandbox-")
@@ -252,6 +391,10 @@ impl Sandbox {
             layers: None,
             limits,
             allow_write,
+            readable,
+            real_home: std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .and_then(|h| h.canonicalize().ok()),
         };
         if mode == Mode::On {
             sandbox.layers = Some(sandbox.probe()?);
@@ -265,8 +408,11 @@ impl Sandbox {
             network: Ok(()),
             filesystem: Ok(()),
             read_only: Ok(()),
+            home: Ok(()),
+            proc: Ok(()),
             processes: Ok(String::new()),
         };
+        let jail = complete(jail, &every_layer, self.real_home.as_deref());
         let child = Command::new(&self.helper)
             .args(helper_args(&jail, &self.limits, &every_layer))
             .arg("--probe")
@@ -294,6 +440,8 @@ impl Sandbox {
             hidden: Vec::new(),
             shown: Vec::new(),
             read_only: Vec::new(),
+            keep: self.readable.clone(),
+            home_overlay: None,
             env: sandbox_env(
                 std::env::vars(),
                 &private.join("home"),
@@ -323,9 +471,14 @@ impl Sandbox {
         interrupt: &AtomicBool,
         waiting: &mut dyn FnMut(Duration),
     ) -> std::io::Result<RawRun> {
-        // CPU time can only be spent within the wall-clock limit, plus a margin.
-        let cpu = timeout.as_secs().saturating_add(5);
-        let command = self.command(jail, shell, cpu)?;
+        // CPU time can only be spent within the wall-clock limit, plus a margin; the helper's
+        // own clock stops the command a little after agent-git's would.
+        let limits = Limits {
+            cpu_seconds: timeout.as_secs().saturating_add(5),
+            wall_seconds: Some(timeout.as_secs().saturating_add(10)),
+            ..self.limits
+        };
+        let command = self.command(jail, shell, &limits)?;
         let raw = run_prepared(command, timeout, interrupt, waiting)?;
         if self.layers.is_some() {
             helper::remove_cgroup(raw.pid);
@@ -344,29 +497,23 @@ impl Sandbox {
     }
 
     /// `sh -c shell` in the jail, confined as far as this machine allows.
-    pub fn command(&self, jail: &Jail, shell: &str, cpu_seconds: u64) -> std::io::Result<Command> {
-        let mut command = match &self.layers {
+    pub fn command(&self, jail: &Jail, shell: &str, limits: &Limits) -> std::io::Result<Command> {
+        let (mut command, env) = match &self.layers {
             None => {
                 let mut c = Command::new("sh");
                 c.arg("-c").arg(shell);
-                c
+                (c, jail.env.clone())
             }
             Some(layers) => {
-                let limits = Limits {
-                    cpu_seconds,
-                    ..self.limits
-                };
+                let jail = complete(jail.clone(), layers, self.real_home.as_deref());
                 let mut c = Command::new(&self.helper);
-                c.args(helper_args(jail, &limits, layers))
+                c.args(helper_args(&jail, limits, layers))
                     .arg("--")
                     .args(["sh", "-c", shell]);
-                c
+                (c, jail.env)
             }
         };
-        command
-            .current_dir(&jail.cwd)
-            .env_clear()
-            .envs(jail.env.iter().map(|(k, v)| (k, v)));
+        command.current_dir(&jail.cwd).env_clear().envs(env);
         Ok(command)
     }
 }
@@ -391,27 +538,42 @@ pub fn describe(layers: Option<&Layers>, allow_write: &[PathBuf]) -> String {
 }
 
 fn describe_layers(layers: &Layers) -> String {
-    let part = |r: &Result<(), String>, ok: &str, what: &str| match r {
+    let part = |r: &Result<(), String>, ok: &str, not: &str| match r {
         Ok(()) => ok.to_string(),
-        Err(e) => format!("{what} NOT confined ({e})"),
+        Err(e) => format!("{not} ({e})"),
     };
     let processes = match &layers.processes {
         Ok(how) => format!("processes limited ({how})"),
         Err(e) => format!("processes NOT limited ({e})"),
     };
     format!(
-        "{}; {}; {}; {processes}",
-        part(&layers.network, "no network (own loopback only)", "network"),
+        "{}; {}; {}; {}; {}; {processes}",
+        part(
+            &layers.network,
+            "no network (own loopback only)",
+            "network NOT confined"
+        ),
         part(
             &layers.filesystem,
             "writes only in the work tree and a private temp dir, and tests cannot read the \
              checkout or the model's files (Landlock)",
-            "writes"
+            "writes NOT confined"
         ),
         part(
             &layers.read_only,
-            "all else read-only, the tests too while they run (mount namespace)",
-            "the rest of the filesystem"
+            "all else read-only, the tests too while they run, with /tmp, /run and /dev/shm \
+             private and empty and credentials under HOME covered (mount namespace)",
+            "the rest of the filesystem NOT confined"
+        ),
+        part(
+            &layers.home,
+            "HOME read-only with a writable overlay for the run",
+            "HOME a private empty one, not the user's read-only"
+        ),
+        part(
+            &layers.proc,
+            "a /proc of its own (no other process visible)",
+            "/proc NOT private"
         ),
     )
 }
@@ -442,15 +604,26 @@ mod tests {
             hidden: vec![PathBuf::from("/repo")],
             shown: vec![PathBuf::from("/repo/.venv")],
             read_only: vec![PathBuf::from("/w/tests")],
+            keep: vec![PathBuf::from("/tmp/venv")],
+            home_overlay: Some(helper::HomeOverlay {
+                home: PathBuf::from("/home/u"),
+                upper: PathBuf::from("/p/home"),
+            }),
             env: vec![],
         };
         let layers = Layers {
             network: Ok(()),
             filesystem: Err("Landlock: not supported".into()),
             read_only: Err("EPERM".into()),
+            home: Ok(()),
+            proc: Err("EPERM".into()),
             processes: Ok("cgroup".into()),
         };
-        let args = helper_args(&jail, &Limits::default(), &layers);
+        let limits = Limits {
+            wall_seconds: Some(70),
+            ..Limits::default()
+        };
+        let args = helper_args(&jail, &limits, &layers);
         let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap()).collect();
         assert_eq!(
             args,
@@ -466,14 +639,23 @@ mod tests {
                 "/repo/.venv",
                 "--read-only",
                 "/w/tests",
+                "--keep",
+                "/tmp/venv",
+                "--home",
+                "/home/u",
+                "--home-upper",
+                "/p/home",
                 "--max-processes",
                 "512",
                 "--max-file-size",
                 "1073741824",
                 "--max-cpu",
                 "600",
+                "--max-wall",
+                "70",
                 "--no-landlock",
-                "--no-read-only-rest"
+                "--no-read-only-rest",
+                "--no-fresh-proc"
             ]
         );
     }
@@ -484,6 +666,8 @@ mod tests {
             network,
             filesystem,
             read_only: Ok(()),
+            home: Err("EINVAL".into()),
+            proc: Ok(()),
             processes: Err("no cgroup".into()),
         };
         let full = layers(Ok(()), Ok(()));
@@ -510,8 +694,10 @@ mod tests {
             describe(Some(&full), &[PathBuf::from("/cache")]),
             "no network (own loopback only); writes only in the work tree and a private temp dir, \
              and tests cannot read the checkout or the model's files (Landlock); all else \
-             read-only, the tests too while they run (mount namespace); processes NOT limited \
-             (no cgroup); also writable on request: /cache"
+             read-only, the tests too while they run, with /tmp, /run and /dev/shm private and \
+             empty and credentials under HOME covered (mount namespace); HOME a private \
+             empty one, not the user's read-only (EINVAL); a /proc of its own (no other process visible); processes NOT \
+             limited (no cgroup); also writable on request: /cache"
         );
     }
 
@@ -576,5 +762,87 @@ mod tests {
                 var("TMPDIR", "/p/tmp"),
             ]
         );
+    }
+
+    #[test]
+    fn a_completed_jail_keeps_toolchains_covers_credentials_and_says_offline() {
+        let var = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let jail = Jail {
+            cwd: PathBuf::from("/w"),
+            writable: vec![PathBuf::from("/w")],
+            hidden: vec![],
+            shown: vec![],
+            read_only: vec![],
+            keep: vec![PathBuf::from("/r/runner.py")],
+            home_overlay: None,
+            env: vec![
+                var("GOFLAGS", "-mod=vendor"),
+                var("HOME", "/p/home"),
+                var("PATH", "/tmp/venv/bin:/usr/bin:/"),
+                var("VIRTUAL_ENV", "/tmp/venv"),
+            ],
+        };
+        let every = Layers {
+            network: Ok(()),
+            filesystem: Ok(()),
+            read_only: Ok(()),
+            home: Ok(()),
+            proc: Ok(()),
+            processes: Ok(String::new()),
+        };
+        let done = complete(jail.clone(), &every, Some(Path::new("/home/u")));
+        assert_eq!(
+            done.home_overlay,
+            Some(helper::HomeOverlay {
+                home: PathBuf::from("/home/u"),
+                upper: PathBuf::from("/p/home")
+            })
+        );
+        let keep: Vec<&str> = done.keep.iter().map(|p| p.to_str().unwrap()).collect();
+        assert_eq!(
+            keep,
+            vec![
+                "/r/runner.py",
+                "/tmp/venv/bin",
+                "/usr/bin",
+                "/tmp/venv",
+                "/home/u"
+            ]
+        );
+        assert!(done.hidden.contains(&PathBuf::from("/home/u/.ssh")));
+        assert!(done
+            .hidden
+            .contains(&PathBuf::from("/home/u/.cargo/credentials.toml")));
+        let names: Vec<&str> = done.env.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "CARGO_NET_OFFLINE",
+                "GOFLAGS",
+                "GOPROXY",
+                "HOME",
+                "PATH",
+                "PIP_DISABLE_PIP_VERSION_CHECK",
+                "PIP_NO_INDEX",
+                "UV_OFFLINE",
+                "VIRTUAL_ENV",
+                "npm_config_offline"
+            ]
+        );
+        assert!(
+            done.env.contains(&var("GOFLAGS", "-mod=vendor")),
+            "the user's own wins"
+        );
+        assert!(done.env.contains(&var("HOME", "/home/u")));
+        // Without the overlay or the network layer: the private HOME, and no offline words.
+        let bare = Layers {
+            network: Err("EPERM".into()),
+            home: Err("EPERM".into()),
+            ..every
+        };
+        let done = complete(jail, &bare, Some(Path::new("/home/u")));
+        assert_eq!(done.home_overlay, None);
+        assert!(done.env.contains(&var("HOME", "/p/home")));
+        assert!(!done.env.iter().any(|(n, _)| n == "CARGO_NET_OFFLINE"));
     }
 }

@@ -265,6 +265,9 @@ impl<'a> Verifier<'a> {
             hidden: self.hidden.clone(),
             shown: self.shown.clone(),
             read_only,
+            // The built-in runner lives beside the tree, where the tests get a fresh /tmp.
+            keep: vec![self.runner_script.clone()],
+            home_overlay: None,
             env: crate::sandbox::sandbox_env(std::env::vars(), &dirs.home, &dirs.tmp, &extra),
         };
         let label = self.plan.label.as_str();

@@ -118,6 +118,11 @@ impl Workspace {
         &self.worktree_path
     }
 
+    /// The repository's own git dir (that of the user's checkout), which holds the work tree.
+    pub fn git_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
     /// Where the repository's objects are: the clean room borrows them.
     pub fn objects_dir(&self) -> PathBuf {
         self.common_dir.join("objects")
