@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod cli;
 pub mod guard;
+pub mod leftovers;
 pub mod model;
 pub mod report;
 pub mod run;

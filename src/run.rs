@@ -72,6 +72,10 @@ pub fn execute(
     watch_signals(&runtime, interrupt.clone())
         .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
 
+    let swept = sweep_leftovers(Some(&plan.repo));
+    if !swept.is_empty() {
+        progress(&swept.describe());
+    }
     let mut workspace = Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?;
     workspace.max_file_size = plan.max_file_size;
     progress(&format!(
@@ -90,12 +94,24 @@ pub fn execute(
         Ok((result, sandbox)) => write_report(&plan, &workspace, result, &sandbox),
         Err(e) => Err(e),
     };
-    if !plan.keep_worktree {
-        if let Err(e) = workspace.remove_worktree() {
-            progress(&format!("could not remove the work tree: {e}"));
-        }
+    if plan.keep_worktree {
+        workspace.forget_lease();
+    } else if let Err(e) = workspace.remove_worktree() {
+        progress(&format!("could not remove the work tree: {e}"));
     }
     finished
+}
+
+/// Removes what runs that are gone left behind: their temp dirs, cgroups and, in `repo`,
+/// work trees. Nothing of a run still going is touched.
+pub fn sweep_leftovers(repo: Option<&git2::Repository>) -> crate::leftovers::Swept {
+    crate::leftovers::Swept {
+        temp_dirs: crate::leftovers::sweep_temp_dirs(&std::env::temp_dir()),
+        worktrees: repo
+            .map(crate::workspace::sweep_abandoned_worktrees)
+            .unwrap_or_default(),
+        cgroups: crate::sandbox::helper::sweep_cgroups(),
+    }
 }
 
 /// Nothing was asked of the model (the tests already pass, or cannot run at all): the run

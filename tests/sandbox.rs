@@ -454,3 +454,191 @@ fn the_sandbox_holds_for_a_user_who_is_not_root() {
     assert!(!said.contains("NOT"), "no layer missing: {said}");
     assert!(!outside.exists(), "nothing written outside: {said}");
 }
+
+/// A command that connects to the Unix socket at `path` and says whether it got through.
+fn connect_unix(id: &str, path: &std::path::Path) -> Value {
+    run(
+        id,
+        &format!(
+            "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); \
+             s.connect('{}'); print('connected')\"",
+            path.display()
+        ),
+    )
+}
+
+#[test]
+fn a_unix_socket_outside_the_work_tree_receives_nothing() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    // Where a docker or ssh-agent socket lives: the temp dir, and the user's HOME.
+    let paths = [
+        env.path().join("daemon.sock"),
+        env.path().join("home/agent.sock"),
+    ];
+    let listeners: Vec<std::os::unix::net::UnixListener> = paths
+        .iter()
+        .map(|p| {
+            let l = std::os::unix::net::UnixListener::bind(p).unwrap();
+            l.set_nonblocking(true).unwrap();
+            l
+        })
+        .collect();
+    let replies = json!([
+        calls(
+            "Talk to the daemons.",
+            vec![
+                connect_unix("tmp", &paths[0]),
+                connect_unix("home", &paths[1]),
+                fix_add()
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted(&repo, "agent/sockets", replies, &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let r = run.results();
+    for id in ["tmp", "home"] {
+        assert!(!r[id].1.contains("connected"), "{id}: {}", r[id].1);
+    }
+    for (listener, path) in listeners.iter().zip(&paths) {
+        assert!(
+            listener.accept().is_err(),
+            "{} heard from the sandbox",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn no_other_process_environment_is_visible_through_proc() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    // A process of the same user beside the run, with a secret in its environment: only a
+    // /proc of the command's own hides it (agent-git wipes its own and is not dumpable).
+    let mut neighbour = std::process::Command::new("sleep")
+        .arg("60")
+        .env("NEIGHBOUR_TOKEN", "secret-of-the-neighbour")
+        .spawn()
+        .unwrap();
+    let scan = "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f; done \
+                2>/dev/null | grep -c 'secret[-]of'; ls -d /proc/[0-9]* | wc -l";
+    let replies = json!([
+        calls("Look around.", vec![run("scan", scan), fix_add()]),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted_with(&repo, "agent/proc", replies, &[], |cmd| {
+        cmd.env("ANTHROPIC_API_KEY", "sk-ant-secret-of-agent-git");
+    });
+    let _ = neighbour.kill();
+    let _ = neighbour.wait();
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = &run.results()["scan"].1;
+    assert!(!text.contains("secret-of"), "{text}");
+    let counts: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert_eq!(counts.first(), Some(&0), "no secret found: {text}");
+    assert!(
+        counts.get(1).is_some_and(|n| *n < 10),
+        "only the command's own processes: {text}"
+    );
+}
+
+/// The processes whose command line holds `token`, as the host sees them.
+fn processes_holding(token: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if text.contains(token) {
+            found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+#[test]
+fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let token = format!("agent-git-kill-test-{}", std::process::id());
+    // A long command, and a child it detached into a session of its own.
+    let long = format!(
+        "setsid python3 -c 'import time; time.sleep(120)' {token}-detached & \
+         python3 -c 'import time; time.sleep(120)' {token}"
+    );
+    let replies = json!([calls("Wait.", vec![run_with_timeout("long", &long, 300)])]);
+    let script = env.script("long.json", replies);
+    let mut child = env
+        .fix_cmd(&repo, &script, "agent/killed", &[])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while processes_holding(&token).len() < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while !processes_holding(&token).is_empty() {
+        assert!(
+            killed.elapsed() < std::time::Duration::from_secs(5),
+            "outlived agent-git: {:?}",
+            processes_holding(&token)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let leftovers = |dir: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("agent-git-") && !n.ends_with(".lease"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        !leftovers(&tmp).is_empty(),
+        "the killed run left its temp dirs"
+    );
+    assert_eq!(leftovers(&repo.join(".git/agent-git")).len(), 0);
+    assert_eq!(
+        std::fs::read_dir(repo.join(".git/agent-git"))
+            .unwrap()
+            .count(),
+        2
+    );
+
+    let replies = json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
+    let run = env.fix_scripted_with(&repo, "agent/after", replies, &[], |cmd| {
+        cmd.env("TMPDIR", &tmp);
+    });
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr().contains(
+            "removed what earlier runs that did not finish left behind: the work trees of runs"
+        ),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(leftovers(&tmp), Vec::<String>::new());
+    assert!(
+        !repo.join(".git/agent-git").exists()
+            || std::fs::read_dir(repo.join(".git/agent-git"))
+                .unwrap()
+                .count()
+                == 0,
+        "the killed run's work tree is gone"
+    );
+    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    env.git(&repo, &["rev-parse", "--verify", "agent/killed"]);
+}

@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod fix;
+pub mod gc;
 pub mod sandbox_exec;
 
 use clap::{Parser, Subcommand};
@@ -37,6 +38,9 @@ pub enum Command {
     Fix(Box<fix::FixArgs>),
     /// Run the fix loop on a built-in example with a scripted model (no API key, no network).
     Demo(demo::DemoArgs),
+    /// Remove what runs that did not finish left behind (work trees, temp dirs, cgroups);
+    /// branches stay. Every run does this for its repository as it starts.
+    Gc(gc::GcArgs),
     /// The sandbox helper that agent-git runs commands through.
     #[command(hide = true, name = "sandbox-exec")]
     SandboxExec(Box<sandbox_exec::SandboxExecArgs>),
@@ -86,6 +90,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
         Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),
+        Command::Gc(args) => gc::run(args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
     }
 }

@@ -719,6 +719,34 @@ pub fn remove_cgroup(helper_pid: u32) {
     }
 }
 
+/// Removes the cgroups of helpers that are gone (their agent-git was killed before it could),
+/// ending any process still in them; says how many.
+pub fn sweep_cgroups() -> usize {
+    let mut pids: Vec<u32> = Vec::new();
+    for (dir, prefix) in [
+        ("/sys/fs/cgroup/pids/agent-git", ""),
+        ("/sys/fs/cgroup", "agent-git-"),
+    ] {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        pids.extend(entries.flatten().filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(prefix)?.parse::<u32>().ok()
+        }));
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    let gone: Vec<u32> = pids
+        .into_iter()
+        .filter(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        .collect();
+    for pid in &gone {
+        remove_cgroup(*pid);
+    }
+    gone.len()
+}
+
 fn processes_of_this_user() -> u64 {
     use std::os::unix::fs::MetadataExt;
     let uid = rustix::process::geteuid().as_raw();

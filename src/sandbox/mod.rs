@@ -178,6 +178,8 @@ pub struct Sandbox {
     helper: PathBuf,
     work: PathBuf,
     private: tempfile::TempDir,
+    /// Marks the private dir as this run's while it lives (see `leftovers`).
+    _lease: crate::leftovers::Lease,
     layers: Option<Layers>,
     limits: Limits,
     /// Directories the user made writable on purpose (`--allow-write`).
@@ -381,6 +383,7 @@ impl Sandbox {
         let private = tempfile::Builder::new()
             .prefix("agent-git-sandbox-")
             .tempdir()?;
+        let lease = crate::leftovers::Lease::take(&private.path().join(crate::leftovers::LEASE))?;
         std::fs::create_dir(private.path().join("home"))?;
         std::fs::create_dir(private.path().join("tmp"))?;
         let mut sandbox = Sandbox {
@@ -388,6 +391,7 @@ impl Sandbox {
             helper,
             work: work.to_path_buf(),
             private,
+            _lease: lease,
             layers: None,
             limits,
             allow_write,
@@ -515,6 +519,14 @@ impl Sandbox {
         };
         command.current_dir(&jail.cwd).env_clear().envs(env);
         Ok(command)
+    }
+}
+
+impl Drop for Sandbox {
+    /// The HOME overlay's work dir is unreadable as the kernel leaves it; the private dir
+    /// goes all the same.
+    fn drop(&mut self) {
+        let _ = crate::leftovers::remove_forcibly(self.private.path());
     }
 }
 

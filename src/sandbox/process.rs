@@ -36,12 +36,20 @@ pub fn run_prepared(
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(out.try_clone()?);
-    // SAFETY: setsid(2) is async-signal-safe and touches no memory of the parent.
+    let parent = rustix::process::getpid();
+    // SAFETY: setsid(2), prctl(2) and getppid(2) are async-signal-safe and touch no memory of
+    // the parent.
     unsafe {
-        command.pre_exec(|| {
+        command.pre_exec(move || {
             // A session of its own: no controlling terminal, so nothing it runs can type into
             // the user's (TIOCSTI) or read from it; and a process group to kill as one.
             rustix::process::setsid()?;
+            // Killed if agent-git dies, however it dies (the sandbox helper takes the rest of
+            // what it started with it); agent-git spawns from the thread that lives longest.
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::other("agent-git is gone"));
+            }
             Ok(())
         });
     }

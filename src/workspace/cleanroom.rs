@@ -104,6 +104,8 @@ fn restore_dir(dir: &Path, was: &Stamp) -> Result<(), WorkspaceError> {
 
 pub struct CleanRoom {
     dir: tempfile::TempDir,
+    /// Marks the room as this run's while it lives (see `leftovers`).
+    _lease: crate::leftovers::Lease,
     tree: PathBuf,
     repo: Repository,
     /// The tree checked out by the last reset.
@@ -133,22 +135,15 @@ impl RunDirs {
     /// Removes the run's directories and whatever the tests left in them, also folders they
     /// made unreadable to stop just that.
     pub fn remove(&self) -> Result<(), WorkspaceError> {
-        use std::os::unix::fs::PermissionsExt;
-        // Each pass opens the folders it can reach, one level deeper than the last.
-        for _ in 0..64 {
-            if remove_entry(&self.root).is_ok() {
-                return Ok(());
-            }
-            let walk = walkdir::WalkDir::new(&self.root).follow_links(false);
-            for entry in walk
-                .into_iter()
-                .flatten()
-                .filter(|e| e.file_type().is_dir())
-            {
-                let _ = std::fs::set_permissions(entry.path(), PermissionsExt::from_mode(0o700));
-            }
-        }
-        remove_entry(&self.root)
+        crate::leftovers::remove_forcibly(&self.root)
+            .map_err(|e| WorkspaceError::io("remove", &self.root, e))
+    }
+}
+
+impl Drop for CleanRoom {
+    /// What the tests left unreadable goes too (the temp dir's own removal would stop there).
+    fn drop(&mut self) {
+        let _ = crate::leftovers::remove_forcibly(self.dir.path());
     }
 }
 
@@ -174,6 +169,9 @@ impl CleanRoom {
                 )));
             }
         }
+        let lease_path = root.join(crate::leftovers::LEASE);
+        let lease = crate::leftovers::Lease::take(&lease_path)
+            .map_err(|e| WorkspaceError::io("lock", &lease_path, e))?;
         let tree = root.join("tree");
         for sub in [&tree, &root.join("runs"), &root.join("cargo-target")] {
             std::fs::create_dir(sub).map_err(|e| WorkspaceError::io("create", sub, e))?;
@@ -195,6 +193,7 @@ impl CleanRoom {
         };
         Ok(CleanRoom {
             dir,
+            _lease: lease,
             tree,
             repo,
             current: None,

@@ -10,7 +10,8 @@ mod setup;
 pub use cleanroom::{CleanRoom, RunDirs};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{
-    check_branch_free, open_user_repo, read_blob, resolve_base, tree_files, BaseInfo, SetupError,
+    check_branch_free, open_user_repo, read_blob, resolve_base, sweep_abandoned_worktrees,
+    tree_files, BaseInfo, SetupError,
 };
 
 use crate::guard::{changed_test_sections, Protection};
@@ -111,6 +112,8 @@ pub struct Workspace {
     common_dir: PathBuf,
     /// Files above this size are not committed (`agent-git.maxFileSize`).
     pub max_file_size: u64,
+    /// Marks the work tree as this run's while it lives (see `leftovers`), and where.
+    lease: Option<(crate::leftovers::Lease, PathBuf)>,
 }
 
 impl Workspace {
@@ -422,7 +425,16 @@ impl Workspace {
             let _ = std::fs::remove_dir(parent);
         }
         let _ = std::fs::remove_dir(self.common_dir.join("worktrees"));
+        self.forget_lease();
         Ok(())
+    }
+
+    /// The work tree outlives the run on purpose (`--keep-worktree`): no later run may take
+    /// it for a leftover.
+    pub fn forget_lease(&self) {
+        if let Some((_, path)) = &self.lease {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 

@@ -92,6 +92,9 @@ impl Workspace {
         let parent = common_dir.join("agent-git");
         std::fs::create_dir_all(&parent).map_err(|e| SetupError::Io(parent.clone(), e))?;
         let worktree_path = parent.join(run_id);
+        let lease_path = parent.join(format!("{run_id}.lease"));
+        let lease = crate::leftovers::Lease::take(&lease_path)
+            .map_err(|e| SetupError::Io(lease_path.clone(), e))?;
         let base_commit = repo.find_commit(base)?;
         let reference = repo.branch(branch, &base_commit, false)?.into_reference();
         let mut opts = WorktreeAddOptions::new();
@@ -102,6 +105,7 @@ impl Workspace {
             let _ = repo
                 .find_branch(branch, BranchType::Local)
                 .and_then(|mut b| b.delete());
+            let _ = std::fs::remove_file(&lease_path);
             return Err(e.into());
         }
         let wt_repo = Repository::open(&worktree_path)?;
@@ -114,8 +118,43 @@ impl Workspace {
             worktree_name,
             common_dir,
             max_file_size: super::DEFAULT_MAX_FILE_SIZE,
+            lease: Some((lease, lease_path)),
         })
     }
+}
+
+/// Removes the work trees that runs now gone left in `repo` (killed, or the machine went
+/// down), and says which runs they were. Their branches stay: they are the user's to review.
+pub fn sweep_abandoned_worktrees(repo: &Repository) -> Vec<String> {
+    let parent = repo.commondir().join("agent-git");
+    let Ok(entries) = std::fs::read_dir(&parent) else {
+        return Vec::new();
+    };
+    let mut swept = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(run_id) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".lease"))
+        else {
+            continue;
+        };
+        if !crate::leftovers::is_abandoned(&path) {
+            continue;
+        }
+        if let Ok(worktree) = repo.find_worktree(&format!("agent-git-{run_id}")) {
+            let mut prune = git2::WorktreePruneOptions::new();
+            prune.valid(true).locked(true).working_tree(true);
+            let _ = worktree.prune(Some(&mut prune));
+        }
+        let dir = parent.join(run_id);
+        if crate::leftovers::remove_forcibly(&dir).is_ok() && std::fs::remove_file(&path).is_ok() {
+            swept.push(run_id.to_string());
+        }
+    }
+    swept.sort();
+    swept
 }
 
 #[cfg(test)]

@@ -1,0 +1,169 @@
+//! What runs leave behind when they die without cleaning up (SIGKILL, a power cut): each run
+//! holds a lock on a lease file in every directory it makes for itself, and the kernel lets go
+//! of the lock however the run ends. A lease whose lock can be taken marks a leftover; one
+//! still held is a run in progress, and is never touched.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// The name of the lease file inside a run's own temp dir.
+pub const LEASE: &str = "agent-git.lease";
+
+/// The prefixes of the temp dirs runs make: the model's private HOME and TMPDIR, and the
+/// clean room.
+pub const TEMP_PREFIXES: &[&str] = &["agent-git-sandbox-", "agent-git-clean-"];
+
+/// What a sweep removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    pub temp_dirs: Vec<PathBuf>,
+    /// The run ids whose work trees were removed (their branches stay).
+    pub worktrees: Vec<String>,
+    pub cgroups: usize,
+}
+
+impl Swept {
+    pub fn is_empty(&self) -> bool {
+        self.temp_dirs.is_empty() && self.worktrees.is_empty() && self.cgroups == 0
+    }
+
+    /// One line: what was removed, for runs that did not finish.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.worktrees.is_empty() {
+            parts.push(format!(
+                "the work trees of runs {} (their branches stay)",
+                self.worktrees.join(", ")
+            ));
+        }
+        if !self.temp_dirs.is_empty() {
+            let dirs: Vec<String> = self
+                .temp_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect();
+            parts.push(format!("temp dirs {}", dirs.join(", ")));
+        }
+        if self.cgroups > 0 {
+            parts.push(format!("{} cgroups", self.cgroups));
+        }
+        if parts.is_empty() {
+            return "nothing left over by earlier runs".into();
+        }
+        format!(
+            "removed what earlier runs that did not finish left behind: {}",
+            parts.join("; ")
+        )
+    }
+}
+
+/// A held lock: the directory it marks belongs to a live run for as long as this lives.
+#[derive(Debug)]
+pub struct Lease {
+    _file: File,
+}
+
+impl Lease {
+    /// Creates `path` if need be and locks it; fails if another live run holds it.
+    pub fn take(path: &Path) -> std::io::Result<Lease> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+        Ok(Lease { _file: file })
+    }
+}
+
+/// Whether the lease at `path` exists and no live run holds it.
+pub fn is_abandoned(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+}
+
+/// Removes `path` and everything under it, also folders a command made unreadable (or an
+/// overlay's work dir, which the kernel makes so): each pass opens the folders it can reach,
+/// one level deeper than the last.
+pub fn remove_forcibly(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let remove = |path: &Path| match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+    };
+    for _ in 0..64 {
+        if remove(path).is_ok() {
+            return Ok(());
+        }
+        let walk = walkdir::WalkDir::new(path).follow_links(false);
+        for entry in walk
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_dir())
+        {
+            let _ = std::fs::set_permissions(entry.path(), PermissionsExt::from_mode(0o700));
+        }
+    }
+    remove(path)
+}
+
+/// Removes the temp dirs in `temp` that runs now gone left behind, and says which.
+pub fn sweep_temp_dirs(temp: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !TEMP_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let dir = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && is_abandoned(&dir.join(LEASE)) && remove_forcibly(&dir).is_ok() {
+            removed.push(dir);
+        }
+    }
+    removed.sort();
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_dirs_of_runs_that_are_gone_are_swept() {
+        let temp = tempfile::tempdir().unwrap();
+        let make = |name: &str| {
+            let dir = temp.path().join(name);
+            std::fs::create_dir_all(dir.join("home/work/work")).unwrap();
+            dir
+        };
+        let live = make("agent-git-sandbox-live");
+        let _held = Lease::take(&live.join(LEASE)).unwrap();
+        let dead = make("agent-git-clean-dead");
+        drop(Lease::take(&dead.join(LEASE)).unwrap());
+        // An overlay leaves its work dir unreadable; the sweep still gets through.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dead.join("home/work/work"),
+            PermissionsExt::from_mode(0o000),
+        )
+        .unwrap();
+        let unleased = make("agent-git-sandbox-nolease");
+        let other = make("someone-elses");
+        std::fs::write(other.join(LEASE), "").unwrap();
+        assert!(
+            Lease::take(&live.join(LEASE)).is_err(),
+            "a held lease cannot be taken twice"
+        );
+        assert_eq!(sweep_temp_dirs(temp.path()), vec![dead.clone()]);
+        assert!(live.exists() && unleased.exists() && other.exists());
+        assert!(!dead.exists());
+    }
+}
