@@ -202,3 +202,159 @@ fn a_python_project_in_a_venv_is_fixed_with_its_pytest() {
         .message(&repo, "agent/real")
         .contains("Tests (python3 -m pytest -q): 2 passed, 0 failed"));
 }
+
+/// The source of a crate as cargo unpacked it into the user's registry (a dependency of
+/// agent-git's own, so on every machine that built it), as `(path, text)` pairs.
+fn registry_crate(prefix: &str) -> Vec<(String, String)> {
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+    let cargo_home = std::env::var("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| home.join(".cargo"));
+    let src = cargo_home.join("registry/src");
+    let dir = std::fs::read_dir(&src)
+        .unwrap()
+        .flatten()
+        .flat_map(|index| std::fs::read_dir(index.path()).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .unwrap_or_else(|| {
+            panic!(
+                "no {prefix}* under {}: build agent-git first",
+                src.display()
+            )
+        });
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(&dir).into_iter().flatten() {
+        if entry.file_type().is_file() {
+            let rel = entry.path().strip_prefix(&dir).unwrap();
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            files.push((rel.display().to_string(), text));
+        }
+    }
+    files
+}
+
+#[test]
+fn a_published_crate_whose_optional_dependency_is_never_built_is_fixed_offline() {
+    let env = TestEnv::new();
+    // enumflags2 as published: `serde` is an optional dependency that cargo resolves from the
+    // user's index but never builds, and there is no network in the sandbox.
+    let mut files = registry_crate("enumflags2-0.7.");
+    // Its published Cargo.lock pins versions this machine never downloaded; without one, cargo
+    // takes what the user's cache holds, as for a project the user has built before.
+    files.retain(|(path, _)| path != "Cargo.lock");
+    let (_, lib) = files.iter_mut().find(|(p, _)| p == "src/lib.rs").unwrap();
+    let right = "(self.bits() & other.bits()) == other.bits()";
+    let wrong = "(self.bits() & other.bits()) != Self::EMPTY.val";
+    assert!(lib.contains(right));
+    *lib = lib.replace(right, wrong);
+    files.push((".gitignore".into(), "target/\n".into()));
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let repo = env.repo("enumflags2", &borrowed);
+    let fix = tool(
+        "f",
+        "edit_file",
+        json!({"path": "src/lib.rs", "old_text": wrong, "new_text": right}),
+    );
+    let home = std::env::var("HOME").unwrap();
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/crate",
+        json!([
+            calls("contains() asks for every flag.", vec![fix]),
+            end_turn("Done.")
+        ]),
+        &[],
+        |cmd| {
+            cmd.env("HOME", &home);
+        },
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = env.message(&repo, "agent/crate");
+    assert!(report.contains("Sandbox: no network"), "{report}");
+    assert!(
+        report.contains("Tests (cargo test --no-fail-fast): ") && report.contains(" 0 failed"),
+        "{report}"
+    );
+    let (passed, output) = export_and_test(
+        &env,
+        &repo,
+        "agent/crate",
+        &format!("HOME={home} CARGO_NET_OFFLINE=true cargo test"),
+        &std::env::var("PATH").unwrap(),
+    );
+    assert!(passed, "{output}");
+}
+
+#[test]
+fn a_venv_inside_the_project_is_found_where_the_tests_get_a_fresh_tmp() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "py",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            (".gitignore", ".venv/\n"),
+        ],
+    );
+    // `python3 -m venv .venv` in the checkout, with pytest in it, activated: the checkout is
+    // hidden from the tests and lies under /tmp, which they get fresh; its venv stays.
+    let venv = repo.join(".venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let with_pytest = std::path::PathBuf::from(pytest_path().split(':').next().unwrap());
+    let site = |venv: &std::path::Path| {
+        std::fs::read_dir(venv.join("lib"))
+            .unwrap()
+            .flatten()
+            .next()
+            .unwrap()
+            .path()
+            .join("site-packages")
+    };
+    let from = site(with_pytest.parent().unwrap());
+    let to = site(&venv);
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(format!("{}/.", from.display()))
+        .arg(&to)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let fix = tool(
+        "f",
+        "edit_file",
+        json!({"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}),
+    );
+    let path = format!(
+        "{}/bin:{}",
+        venv.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/venv",
+        json!([calls("Fix.", vec![fix]), end_turn("Done.")]),
+        &[],
+        |cmd| {
+            cmd.env("PATH", &path).env("VIRTUAL_ENV", &venv);
+        },
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr()
+            .contains("tests before any change: 1 passed, 1 failed (2 tests in the inventory)"),
+        "{}",
+        run.stderr()
+    );
+    assert!(env
+        .message(&repo, "agent/venv")
+        .contains("Tests (python3 -m pytest -q): 2 passed, 0 failed"));
+}

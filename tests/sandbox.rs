@@ -514,10 +514,11 @@ fn a_unix_socket_outside_the_work_tree_receives_nothing() {
 fn no_other_process_environment_is_visible_through_proc() {
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    // A process of the same user beside the run, with a secret in its environment: only a
-    // /proc of the command's own hides it (agent-git wipes its own and is not dumpable).
-    let mut neighbour = std::process::Command::new("sleep")
-        .arg("60")
+    // A process of the same user beside the run, with a secret in its environment and on its
+    // command line: a command line anyone may read, unless /proc is the command's own
+    // (agent-git wipes its own environment and is not dumpable).
+    let mut neighbour = std::process::Command::new("sh")
+        .args(["-c", "sleep 60", "secret-of-the-neighbour"])
         .env("NEIGHBOUR_TOKEN", "secret-of-the-neighbour")
         .spawn()
         .unwrap();

@@ -10,8 +10,11 @@ use syn::visit::Visit;
 /// code block of a doc comment. None when the file does not parse.
 pub fn rust_tests(text: &str) -> Option<Vec<String>> {
     let file = syn::parse_file(text).ok()?;
-    if file.attrs.iter().any(is_test_attr) {
-        // `#![cfg(test)]`: the whole file is test code.
+    let whole_file_is_test =
+        |attr: &syn::Attribute| attr.path().is_ident("cfg") && is_test_attr(attr);
+    if file.attrs.iter().any(whole_file_is_test) {
+        // `#![cfg(test)]`: the whole file is test code (not `#![cfg_attr(test, ...)]`, which
+        // only adds an attribute in test builds).
         return Some(vec![file.to_token_stream().to_string()]);
     }
     let mut found = RustTests::default();
@@ -266,7 +269,8 @@ fn attrs_of(item: &syn::Item) -> &[syn::Attribute] {
 }
 
 /// `#[test]`, `#[tokio::test]`, `#[cfg(test)]`, `#[cfg(all(test, unix))]`,
-/// `#[cfg_attr(test, ...)]`.
+/// `#[cfg_attr(test, ...)]`; not `#[cfg(not(test))]` or `#![cfg_attr(not(test), no_std)]`,
+/// which mark what test builds leave out.
 fn is_test_attr(attr: &syn::Attribute) -> bool {
     let path = attr.path();
     if path.segments.last().is_some_and(|s| s.ident == "test") {
@@ -275,7 +279,50 @@ fn is_test_attr(attr: &syn::Attribute) -> bool {
     if !(path.is_ident("cfg") || path.is_ident("cfg_attr")) {
         return false;
     }
-    has_word(&attr.meta.to_token_stream().to_string(), "test")
+    has_word(
+        &without_not(&attr.meta.to_token_stream().to_string()),
+        "test",
+    )
+}
+
+/// `text` without its `not(...)` groups.
+fn without_not(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = find_word(rest, "not") {
+        out.push_str(&rest[..at]);
+        let after = rest[at + 3..].trim_start();
+        let Some(inner) = after.strip_prefix('(') else {
+            out.push_str("not");
+            rest = &rest[at + 3..];
+            continue;
+        };
+        let mut depth = 1;
+        let end = inner
+            .char_indices()
+            .find(|&(_, c)| {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                depth == 0
+            })
+            .map_or(inner.len(), |(i, _)| i + 1);
+        rest = &inner[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where `word` first stands alone in `text`.
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let is_part = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).map(|(i, _)| i).find(|&i| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(is_part) && !after.is_some_and(is_part)
+    })
 }
 
 /// The fenced code blocks of doc text, each as its opening fence (`should_panic`, `ignore`
@@ -436,6 +483,17 @@ mod tests {
             rust_test_module_files("src/lib.rs", readme),
             vec!["README.md"]
         );
+        // What test builds leave out is not a test; an attribute only test builds add does
+        // not make a whole file one.
+        let no_std = format!("#![cfg_attr(not(test), no_std)]\n#![cfg_attr(test, allow(dead_code))]\n{LIB}\n#[cfg(not(test))]\nfn off_in_tests() {{}}\n");
+        let no_std_tests = rust_tests(&no_std).unwrap();
+        assert_eq!(no_std_tests, tests, "{no_std_tests:?}");
+        let fixed = no_std
+            .replace("a - b", "a + b")
+            .replace("fn off_in_tests() {}", "fn off_in_tests() { }");
+        assert_eq!(rust_tests(&fixed), Some(tests.clone()));
+        let mixed = "#[cfg(all(not(miri), test))]\nmod t { fn f() {} }\n";
+        assert_eq!(rust_tests(mixed).map(|t| t.len()), Some(1));
         let async_test = "#[tokio::test]\nasync fn t() { assert!(true) }\n";
         assert_eq!(rust_tests(async_test).unwrap().len(), 1);
         assert_eq!(rust_tests("fn broken( {"), None);

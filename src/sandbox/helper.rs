@@ -658,16 +658,17 @@ fn loopback_up() -> Result<(), String> {
     Ok(())
 }
 
-/// The pids cgroup this helper joins, so a fork bomb meets a ceiling. Root is not bound by
-/// RLIMIT_NPROC, so for root only a cgroup limits processes.
-fn cgroup_dir(pid: u32) -> Vec<(PathBuf, &'static str)> {
+/// The pids cgroup a helper joins, so a fork bomb meets a ceiling. Root is not bound by
+/// RLIMIT_NPROC, so for root only a cgroup limits processes. Named after the agent-git that
+/// started the helper (`owner`) and the helper: another run sweeps only an owner's that is gone.
+fn cgroup_dir(owner: u32, helper: u32) -> Vec<(PathBuf, &'static str)> {
     vec![
         (
-            PathBuf::from(format!("/sys/fs/cgroup/pids/agent-git/{pid}")),
+            PathBuf::from(format!("/sys/fs/cgroup/pids/agent-git/{owner}-{helper}")),
             "cgroup.procs",
         ),
         (
-            PathBuf::from(format!("/sys/fs/cgroup/agent-git-{pid}")),
+            PathBuf::from(format!("/sys/fs/cgroup/agent-git-{owner}-{helper}")),
             "cgroup.procs",
         ),
     ]
@@ -675,7 +676,8 @@ fn cgroup_dir(pid: u32) -> Vec<(PathBuf, &'static str)> {
 
 fn limit_processes(max: u64) -> Result<String, String> {
     let pid = std::process::id();
-    for (dir, procs) in cgroup_dir(pid) {
+    let owner = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get().unsigned_abs());
+    for (dir, procs) in cgroup_dir(owner, pid) {
         let joined = std::fs::create_dir_all(&dir)
             .and_then(|_| std::fs::write(dir.join("pids.max"), max.to_string()))
             .and_then(|_| std::fs::write(dir.join(procs), pid.to_string()));
@@ -697,7 +699,11 @@ fn limit_processes(max: u64) -> Result<String, String> {
 /// Removes the cgroup a finished helper made (the helper cannot: it is gone by then). A
 /// killed command's processes may take a moment to be reaped; any still listed are killed.
 pub fn remove_cgroup(helper_pid: u32) {
-    for (dir, procs) in cgroup_dir(helper_pid) {
+    remove_cgroup_of(std::process::id(), helper_pid);
+}
+
+fn remove_cgroup_of(owner: u32, helper_pid: u32) {
+    for (dir, procs) in cgroup_dir(owner, helper_pid) {
         for _ in 0..100 {
             match std::fs::remove_dir(&dir) {
                 Ok(()) => break,
@@ -719,10 +725,10 @@ pub fn remove_cgroup(helper_pid: u32) {
     }
 }
 
-/// Removes the cgroups of helpers that are gone (their agent-git was killed before it could),
-/// ending any process still in them; says how many.
+/// Removes the cgroups that helpers of an agent-git now gone left behind, ending any
+/// process still in them; says how many.
 pub fn sweep_cgroups() -> usize {
-    let mut pids: Vec<u32> = Vec::new();
+    let mut found: Vec<(u32, u32)> = Vec::new();
     for (dir, prefix) in [
         ("/sys/fs/cgroup/pids/agent-git", ""),
         ("/sys/fs/cgroup", "agent-git-"),
@@ -730,19 +736,20 @@ pub fn sweep_cgroups() -> usize {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
-        pids.extend(entries.flatten().filter_map(|e| {
+        found.extend(entries.flatten().filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_prefix(prefix)?.parse::<u32>().ok()
+            let (owner, helper) = name.strip_prefix(prefix)?.split_once('-')?;
+            Some((owner.parse().ok()?, helper.parse().ok()?))
         }));
     }
-    pids.sort_unstable();
-    pids.dedup();
-    let gone: Vec<u32> = pids
+    found.sort_unstable();
+    found.dedup();
+    let gone: Vec<(u32, u32)> = found
         .into_iter()
-        .filter(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        .filter(|(owner, _)| !Path::new(&format!("/proc/{owner}")).exists())
         .collect();
-    for pid in &gone {
-        remove_cgroup(*pid);
+    for (owner, helper) in &gone {
+        remove_cgroup_of(*owner, *helper);
     }
     gone.len()
 }
