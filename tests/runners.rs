@@ -273,6 +273,12 @@ fn a_published_crate_whose_optional_dependency_is_never_built_is_fixed_offline()
         },
     );
     assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        run.stderr().contains(" 1 failed, 2 skipped (")
+            && run.stderr().contains(" tests in the inventory)"),
+        "every unit and doc test is named: {}",
+        run.stderr()
+    );
     let report = env.message(&repo, "agent/crate");
     assert!(report.contains("Sandbox: no network"), "{report}");
     assert!(
