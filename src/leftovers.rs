@@ -64,14 +64,17 @@ pub struct Lease {
 }
 
 impl Lease {
-    /// Creates `path` if need be and locks it; fails if another live run holds it.
+    /// Makes the lease file `path`, locked: it is locked under another name first and then
+    /// renamed, so no sweep ever finds it unlocked and takes its directory for a leftover.
     pub fn take(path: &Path) -> std::io::Result<Lease> {
+        let mut fresh = path.as_os_str().to_owned();
+        fresh.push(".new");
         let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
+            .create_new(true)
             .write(true)
-            .open(path)?;
+            .open(&fresh)?;
         rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+        std::fs::rename(&fresh, path)?;
         Ok(Lease { _file: file })
     }
 }
@@ -159,8 +162,8 @@ mod tests {
         let other = make("someone-elses");
         std::fs::write(other.join(LEASE), "").unwrap();
         assert!(
-            Lease::take(&live.join(LEASE)).is_err(),
-            "a held lease cannot be taken twice"
+            !is_abandoned(&live.join(LEASE)),
+            "a held lease is not a leftover's"
         );
         assert_eq!(sweep_temp_dirs(temp.path()), vec![dead.clone()]);
         assert!(live.exists() && unleased.exists() && other.exists());

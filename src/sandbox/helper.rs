@@ -122,10 +122,11 @@ pub fn run(args: &HelperArgs) -> i32 {
     // SAFETY: this process is single-threaded and unshares no file table.
     let pid_namespace = unsafe { unshare_unsafe(UnshareFlags::NEWPID) }
         .map_err(|e| format!("cannot create a PID namespace: {e}"));
-    if failed(true, &pid_namespace) {
+    // Without one the command still runs (killed as a process group, and by its cgroup), but
+    // a /proc of its own cannot be had.
+    if failed(args.fresh_proc, &pid_namespace) {
         return SANDBOX_FAILED;
     }
-    let namespace_layers = user.and(pid_namespace);
     let Ok(parent_alive) = die_with(parent) else {
         return SANDBOX_FAILED;
     };
@@ -139,7 +140,12 @@ pub fn run(args: &HelperArgs) -> i32 {
             SANDBOX_FAILED
         }
         0 => {
-            let code = namespace_init(args, namespace_layers, network, processes, parent_alive);
+            let namespaces = Namespaces {
+                user,
+                pid: pid_namespace,
+                network,
+            };
+            let code = namespace_init(args, namespaces, processes, parent_alive);
             // SAFETY: _exit ends the child without running the parent's destructors twice.
             unsafe { libc::_exit(code) }
         }
@@ -221,12 +227,18 @@ fn wait_for(child: libc::pid_t, max_wall: Option<u64>) -> i32 {
     }
 }
 
+/// How the namespaces the helper made came out.
+struct Namespaces {
+    user: Result<(), String>,
+    pid: Result<(), String>,
+    network: Result<(), String>,
+}
+
 /// In the child, pid 1 of the new namespace: its own mounts and /proc, Landlock, no
 /// capabilities, then the command. Returns only on failure, or after a probe.
 fn namespace_init(
     args: &HelperArgs,
-    namespaces: Result<(), String>,
-    network: Result<(), String>,
+    namespaces: Namespaces,
     processes: Result<String, String>,
     parent_alive: ParentAlive,
 ) -> i32 {
@@ -235,7 +247,7 @@ fn namespace_init(
         return SANDBOX_FAILED;
     }
     let not_requested = || Err::<(), String>("not requested".into());
-    let (read_only, home, extra_writable) = match (&namespaces, args.read_only_rest) {
+    let (read_only, home, extra_writable) = match (&namespaces.user, args.read_only_rest) {
         (_, false) => (not_requested(), not_requested(), Vec::new()),
         (Err(e), true) => (Err(e.clone()), Err(e.clone()), Vec::new()),
         (Ok(()), true) => match build_mounts(args) {
@@ -243,7 +255,10 @@ fn namespace_init(
             Err(e) => (Err(e.clone()), Err(e), Vec::new()),
         },
     };
-    let proc = match (&read_only, args.fresh_proc) {
+    let proc = match (
+        read_only.as_ref().and(namespaces.pid.as_ref()),
+        args.fresh_proc,
+    ) {
         (_, false) => not_requested(),
         (Err(e), true) => Err(e.clone()),
         (Ok(()), true) => mount_fresh_proc(),
@@ -257,7 +272,7 @@ fn namespace_init(
     };
     if args.probe {
         Report {
-            network,
+            network: namespaces.network,
             filesystem,
             read_only,
             home,
