@@ -81,7 +81,8 @@ impl Lease {
 
 /// Whether the lease at `path` exists and no live run holds it.
 pub fn is_abandoned(path: &Path) -> bool {
-    let Ok(file) = File::open(path) else {
+    // A command may have put a FIFO in place of the lease: it is never waited on.
+    let Ok(file) = crate::files::open_regular(path, std::fs::OpenOptions::new().read(true)) else {
         return false;
     };
     rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()

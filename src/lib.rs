@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod files;
 pub mod guard;
 pub mod leftovers;
 pub mod model;

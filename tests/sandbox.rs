@@ -643,3 +643,117 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
     assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
     env.git(&repo, &["rev-parse", "--verify", "agent/killed"]);
 }
+
+/// `fix` with `replies`, killed if it has not finished in two minutes: a harness that waits
+/// on a FIFO would otherwise hang the test run too.
+fn fix_within_two_minutes(
+    env: &TestEnv,
+    repo: &std::path::Path,
+    branch: &str,
+    replies: Value,
+    path: &str,
+) -> (std::process::Output, Value) {
+    let script = env.script(&format!("{}.json", branch.replace('/', "-")), replies);
+    let transcript = env.path().join("fifo.transcript.json");
+    let transcript_arg = transcript.display().to_string();
+    let mut child = env
+        .fix_cmd(
+            repo,
+            &script,
+            branch,
+            &["--transcript", &transcript_arg, "--max-turns", "2"],
+        )
+        .env("PATH", path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("agent-git hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = std::fs::read_to_string(&transcript).unwrap_or_default();
+    (out, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn a_fifo_left_by_a_command_or_the_tests_never_stalls_the_harness() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            (".gitignore", "__pycache__/\n"),
+        ],
+    );
+    // When pytest is done, the code under test swaps its JUnit report for a FIFO.
+    let swap = "import atexit, os\n\n\ndef _swap():\n    for opt in os.environ.get('PYTEST_ADDOPTS', '').split():\n        if opt.startswith('--junitxml='):\n            path = opt.split('=', 1)[1]\n            os.remove(path)\n            os.mkfifo(path)\n\n\natexit.register(_swap)\n";
+    let fixed = format!("{swap}\n\n{}", CALC_FIXED);
+    let replies = json!([
+        calls(
+            "Pipes.",
+            vec![
+                run(
+                    "mkfifo",
+                    "mkfifo pipe.py && ln -s pipe.py link.py && echo made"
+                ),
+                tool("read", "read_file", json!({"path": "pipe.py"})),
+                tool(
+                    "edit",
+                    "edit_file",
+                    json!({"path": "link.py", "old_text": "a", "new_text": "b"})
+                ),
+                tool(
+                    "write",
+                    "write_file",
+                    json!({"path": "pipe.py", "content": "x = 1\n"})
+                ),
+                tool("search", "search", json!({"pattern": "def add"})),
+                tool(
+                    "calc",
+                    "write_file",
+                    json!({"path": "calc.py", "content": fixed})
+                ),
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let (out, transcript) =
+        fix_within_two_minutes(&env, &repo, "agent/fifo", replies, &pytest_path());
+    // Without its report the run's tests cannot be named, so they count as vanished: no pass.
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let results: std::collections::HashMap<String, String> = transcript["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap().clone())
+        .filter(|b| b["type"] == "tool_result")
+        .map(|b| {
+            let id = b["tool_use_id"].as_str().unwrap().to_string();
+            (id, b["content"].as_str().unwrap().to_string())
+        })
+        .collect();
+    for id in ["read", "edit", "write"] {
+        assert!(
+            results[id].contains("not a regular file"),
+            "{id}: {}",
+            results[id]
+        );
+    }
+    assert!(
+        results["search"].contains("calc.py"),
+        "{}",
+        results["search"]
+    );
+    let report = env.message(&repo, "agent/fifo");
+    assert!(
+        report.contains("Tests (python3 -m pytest -q): 2 passed, 0 failed, 2 vanished"),
+        "the result came from pytest's output: {report}"
+    );
+}

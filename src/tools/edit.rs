@@ -1,7 +1,7 @@
 //! Changing tools: write_file, edit_file, delete_file. Each accepted change is one commit;
 //! a refused one changes nothing and commits nothing.
 
-use super::files::{read_text, refused};
+use super::files::{read_text, refused, write_regular};
 use super::{parse_input, path_label, short, Tool, ToolContext, ToolFatal, ToolOutcome};
 use crate::guard::{display, Resolved};
 use crate::model::ToolSpec;
@@ -124,7 +124,7 @@ impl Tool for WriteFile {
                 return Ok(io_error("create the directory of", &shown, e));
             }
         }
-        if let Err(e) = std::fs::write(&resolved.real, &args.content) {
+        if let Err(e) = write_regular(&resolved.real, args.content.as_bytes()) {
             return Ok(io_error("write", &shown, e));
         }
         let lines = args.content.lines().count();
@@ -193,7 +193,7 @@ impl Tool for EditFile {
             Ok(new) => new,
             Err(outcome) => return Ok(outcome),
         };
-        if let Err(e) = std::fs::write(&resolved.real, new) {
+        if let Err(e) = write_regular(&resolved.real, new.as_bytes()) {
             return Ok(io_error("write", &shown, e));
         }
         commit(ctx, "edit", &shown, &format!("edited {shown}"))

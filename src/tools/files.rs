@@ -47,9 +47,19 @@ pub(super) fn refused(error: PathError) -> ToolOutcome {
     ToolOutcome::error(error.to_string(), summary)
 }
 
+/// Writes `content` to the regular file at `path`, made if need be; never to a FIFO or device.
+pub(super) fn write_regular(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true);
+    let mut file = crate::files::open_regular(path, &mut options)?;
+    file.set_len(0)?;
+    file.write_all(content)
+}
+
 /// Text of a file, or why it cannot be shown as text.
 pub(super) fn read_text(path: &Path, shown: &str) -> Result<String, ToolOutcome> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    let bytes = crate::files::read_regular(path, u64::MAX).map_err(|e| {
         ToolOutcome::error(format!("cannot read {shown}: {e}"), "error: unreadable")
     })?;
     let head = &bytes[..bytes.len().min(8000)];

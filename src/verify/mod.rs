@@ -335,7 +335,11 @@ fn toolchain_paths(
 /// The cases a runner wrote to its result files: pytest's JUnit XML or the built-in runner's
 /// JSON. None when neither is there or readable: the output is read instead.
 fn read_result_files(results: &Path) -> Option<Vec<Case>> {
-    let read = |name: &str| std::fs::read_to_string(results.join(name)).ok();
+    // The tests could leave a FIFO or a huge file there: neither may stall the harness.
+    let read = |name: &str| {
+        let bytes = crate::files::read_regular(&results.join(name), 256 << 20).ok()?;
+        String::from_utf8(bytes).ok()
+    };
     if let Some(xml) = read("junit.xml") {
         if let Ok(cases) = cases_from_junit(&xml) {
             return Some(cases);
