@@ -92,7 +92,6 @@ pub fn is_abandoned(path: &Path) -> bool {
 /// overlay's work dir, which the kernel makes so): each pass opens the folders it can reach,
 /// one level deeper than the last.
 pub fn remove_forcibly(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
     let remove = |path: &Path| match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
@@ -109,10 +108,23 @@ pub fn remove_forcibly(path: &Path) -> std::io::Result<()> {
             .flatten()
             .filter(|e| e.file_type().is_dir())
         {
-            let _ = std::fs::set_permissions(entry.path(), PermissionsExt::from_mode(0o700));
+            open_up(entry.path());
         }
     }
     remove(path)
+}
+
+/// Lets the owner into the directory at `path`, never into what a link there leads to: the
+/// directory is pinned by a descriptor opened without following one (O_PATH, which needs no
+/// permission on it), and its mode changed through that.
+fn open_up(path: &Path) {
+    use rustix::fs::{Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    if let Ok(dir) = rustix::fs::open(path, flags, Mode::empty()) {
+        let pinned = format!("/proc/self/fd/{}", dir.as_raw_fd());
+        let _ = rustix::fs::chmod(pinned.as_str(), Mode::from_raw_mode(0o700));
+    }
 }
 
 /// Removes the temp dirs in `temp` that runs now gone left behind, and says which.
@@ -159,6 +171,11 @@ mod tests {
             PermissionsExt::from_mode(0o000),
         )
         .unwrap();
+        // A link in a leftover is removed, never followed: what it leads to keeps its mode.
+        let victim = temp.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        std::fs::set_permissions(&victim, PermissionsExt::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(&victim, dead.join("home/link")).unwrap();
         let unleased = make("agent-git-sandbox-nolease");
         let other = make("someone-elses");
         std::fs::write(other.join(LEASE), "").unwrap();
@@ -169,5 +186,7 @@ mod tests {
         assert_eq!(sweep_temp_dirs(temp.path()), vec![dead.clone()]);
         assert!(live.exists() && unleased.exists() && other.exists());
         assert!(!dead.exists());
+        let mode = std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755);
     }
 }

@@ -1365,3 +1365,50 @@ fn a_name_git_keeps_for_itself_is_refused_and_the_run_goes_on() {
     );
     assert_eq!(UserState::capture(&env, &repo), before);
 }
+
+#[test]
+fn tests_cannot_read_the_shared_build_cache_from_a_run_from_scratch_wherever_tmpdir_is() {
+    let env = TestEnv::new();
+    let repo = crate_repo(&env);
+    let before = UserState::capture(&env, &repo);
+    // A TMPDIR the sandbox does not make fresh (as under HOME), so the clean room's own
+    // folders would lie in reach unless hidden.
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let tmp = tempfile::tempdir_in(&target).unwrap();
+    // add() is right only once an earlier test run has left a mark in the shared build cache:
+    // the run from scratch that confirms a pass would still find it beside the tree.
+    let plant = "pub fn add(a: i32, b: i32) -> i32 {\n    let room = std::env::current_dir().unwrap().parent().unwrap().to_path_buf();\n    if room.join(\"cargo-target/planted\").exists() {\n        return a + b;\n    }\n    if let Ok(t) = std::env::var(\"CARGO_TARGET_DIR\") {\n        let _ = std::fs::write(std::path::Path::new(&t).join(\"planted\"), \"x\");\n    }\n    a - b\n}";
+    let replies = json!([
+        calls(
+            "Plant.",
+            vec![edit_lib(
+                "plant",
+                "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}",
+                plant
+            )]
+        ),
+        end_turn("Done."),
+        end_turn("Done again."),
+    ]);
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/planted",
+        replies,
+        &["--max-turns", "3"],
+        |cmd| {
+            cmd.env("HOME", std::env::var("HOME").unwrap())
+                .env("TMPDIR", tmp.path());
+        },
+    );
+    let home = std::env::var("HOME").unwrap();
+    let path = std::env::var("PATH").unwrap();
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/planted",
+        &run,
+        &format!("HOME={home} cargo test"),
+        &path,
+    );
+}

@@ -184,3 +184,31 @@ fn more_protected_patterns_come_from_flags_git_config_and_agentgit() {
     assert_eq!(env.show(&repo, "agent/patterns:free.txt"), "2\n");
     assert_eq!(env.show(&repo, "agent/patterns:team/a.txt"), "1\n");
 }
+
+#[test]
+fn a_tree_nested_deeper_than_git_goes_is_dropped_and_the_run_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let before = UserState::capture(&env, &repo);
+    let deep = "mkdir deep && cd deep && for i in $(seq 1 120); do mkdir d && cd d; done && echo hi > f.py && echo made";
+    let replies = json!([
+        calls(
+            "Nest.",
+            vec![
+                tool("deep", "run_command", json!({"command": deep})),
+                fix_add()
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted(&repo, "agent/deep", replies, &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let (_, text) = &run.results()["deep"];
+    assert!(text.contains("deeper than git goes"), "{text}");
+    assert_eq!(
+        env.git(&repo, &["ls-tree", "-r", "--name-only", "agent/deep"]),
+        "calc.py\ntest_calc.py\n"
+    );
+    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(UserState::capture(&env, &repo), before);
+}

@@ -757,3 +757,94 @@ fn a_fifo_left_by_a_command_or_the_tests_never_stalls_the_harness() {
         "the result came from pytest's output: {report}"
     );
 }
+
+#[test]
+fn credentials_stay_covered_behind_links_and_where_a_toolchain_moved_them() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let home = env.path().join("home");
+    // A dotfiles layout: ~/.ssh and ~/.netrc link into a folder of their own; cargo's home
+    // moved out of HOME, as container images have it.
+    let dotfiles = home.join("dotfiles");
+    std::fs::create_dir_all(dotfiles.join("ssh")).unwrap();
+    std::fs::write(dotfiles.join("ssh/id_ed25519"), "KEY-BEHIND-A-LINK\n").unwrap();
+    std::fs::write(dotfiles.join("netrc"), "password NETRC-BEHIND-A-LINK\n").unwrap();
+    std::os::unix::fs::symlink(dotfiles.join("ssh"), home.join(".ssh")).unwrap();
+    std::os::unix::fs::symlink(dotfiles.join("netrc"), home.join(".netrc")).unwrap();
+    let cargo_home = env.path().join("cargo-home");
+    std::fs::create_dir(&cargo_home).unwrap();
+    std::fs::write(
+        cargo_home.join("credentials.toml"),
+        "[registry]\ntoken = \"CARGO-TOKEN-MOVED\"\n",
+    )
+    .unwrap();
+    let look = format!(
+        "cat ~/.ssh/id_ed25519 ~/.netrc {d}/ssh/id_ed25519 {d}/netrc \"$CARGO_HOME/credentials.toml\"; echo looked",
+        d = dotfiles.display()
+    );
+    let replies = json!([
+        calls("Look.", vec![run("look", &look), fix_add()]),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted_with(&repo, "agent/creds", replies, &[], |cmd| {
+        cmd.env("CARGO_HOME", &cargo_home);
+    });
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = &run.results()["look"].1;
+    assert!(text.contains("looked"), "{text}");
+    for secret in [
+        "KEY-BEHIND-A-LINK",
+        "NETRC-BEHIND-A-LINK",
+        "CARGO-TOKEN-MOVED",
+    ] {
+        assert!(!text.contains(secret), "{secret} was read: {text}");
+    }
+    let report = env.message(&repo, "agent/creds");
+    assert!(!report.contains("NOT confined"), "{report}");
+    assert!(
+        report.contains("HOME read-only with a writable overlay"),
+        "{report}"
+    );
+}
+
+#[test]
+fn descriptors_agent_git_inherited_do_not_reach_commands() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let secret = env.path().join("inherited.txt");
+    std::fs::write(&secret, "INHERITED-SECRET\n").unwrap();
+    let replies = json!([
+        calls(
+            "Look.",
+            vec![
+                run(
+                    "fds",
+                    "ls /proc/self/fd | tr '\\n' ' '; cat <&9; echo looked"
+                ),
+                fix_add()
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let file = std::fs::File::open(&secret).unwrap();
+    let run = env.fix_scripted_with(&repo, "agent/fds", replies, &[], move |cmd| {
+        use std::os::fd::IntoRawFd;
+        use std::os::unix::process::CommandExt;
+        let raw = file.into_raw_fd();
+        // As a shell passes one on: fd 9, open across exec.
+        // SAFETY: dup2 is async-signal-safe and touches only descriptors.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(raw, 9) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    });
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = &run.results()["fds"].1;
+    assert!(text.contains("looked"), "{text}");
+    assert!(!text.contains("INHERITED-SECRET"), "{text}");
+    assert!(!text.contains(" 9 "), "{text}");
+}

@@ -266,7 +266,7 @@ fn namespace_init(
     let filesystem = if args.landlock {
         let mut writable = args.writable.clone();
         writable.extend(extra_writable);
-        confine_files(&writable, &args.hidden, &args.shown)
+        confine_files(&writable, &with_targets(&args.hidden), &args.shown)
     } else {
         not_requested()
     };
@@ -435,8 +435,10 @@ fn build_mounts(args: &HelperArgs) -> Result<(Result<(), String>, Vec<PathBuf>),
             mounted
         }
     };
-    for path in &args.hidden {
+    for path in &with_targets(&args.hidden) {
         match std::fs::symlink_metadata(path) {
+            // What it leads to is in the list too, and covered there.
+            Ok(meta) if meta.is_symlink() => {}
             Ok(meta) if meta.is_dir() => cover(path, &visible, || mount_tmpfs(path, "700"))?,
             Ok(_) => mount_bind(Path::new("/dev/null"), path).map_err(|e| fail("hide", path, e))?,
             Err(_) => {}
@@ -465,6 +467,20 @@ fn build_mounts(args: &HelperArgs) -> Result<(Result<(), String>, Vec<PathBuf>),
     std::env::set_current_dir(&cwd)
         .map_err(|e| format!("cannot enter {} again: {e}", cwd.display()))?;
     Ok((home, fresh_writable))
+}
+
+/// `paths` and, for each that is or goes through a link, where it really is: a `~/.ssh` that
+/// links into a dotfiles folder is hidden there too.
+fn with_targets(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut all = paths.to_vec();
+    for path in paths {
+        if let Ok(real) = path.canonicalize() {
+            if !all.contains(&real) {
+                all.push(real);
+            }
+        }
+    }
+    all
 }
 
 fn fail(what: &str, path: &Path, e: rustix::io::Errno) -> String {
@@ -717,11 +733,16 @@ pub fn remove_cgroup(helper_pid: u32) {
     remove_cgroup_of(std::process::id(), helper_pid);
 }
 
-fn remove_cgroup_of(owner: u32, helper_pid: u32) {
+/// Whether a cgroup of that helper was there and is gone now.
+fn remove_cgroup_of(owner: u32, helper_pid: u32) -> bool {
+    let mut removed = false;
     for (dir, procs) in cgroup_dir(owner, helper_pid) {
         for _ in 0..100 {
             match std::fs::remove_dir(&dir) {
-                Ok(()) => break,
+                Ok(()) => {
+                    removed = true;
+                    break;
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
                 Err(_) => {
                     let listed = std::fs::read_to_string(dir.join(procs)).unwrap_or_default();
@@ -738,6 +759,7 @@ fn remove_cgroup_of(owner: u32, helper_pid: u32) {
             }
         }
     }
+    removed
 }
 
 /// Removes the cgroups that helpers of an agent-git now gone left behind, ending any
@@ -759,14 +781,12 @@ pub fn sweep_cgroups() -> usize {
     }
     found.sort_unstable();
     found.dedup();
-    let gone: Vec<(u32, u32)> = found
+    let gone = found
         .into_iter()
-        .filter(|(owner, _)| !Path::new(&format!("/proc/{owner}")).exists())
-        .collect();
-    for (owner, helper) in &gone {
-        remove_cgroup_of(*owner, *helper);
-    }
-    gone.len()
+        .filter(|(owner, _)| !Path::new(&format!("/proc/{owner}")).exists());
+    gone.into_iter()
+        .filter(|(owner, helper)| remove_cgroup_of(*owner, *helper))
+        .count()
 }
 
 fn processes_of_this_user() -> u64 {

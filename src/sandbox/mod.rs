@@ -90,15 +90,42 @@ pub const HOME_SECRETS: &[&str] = &[
     ".docker",
     ".netrc",
     ".git-credentials",
+    ".config/git/credentials",
     ".pypirc",
     ".npmrc",
+    ".yarnrc.yml",
+    ".pgpass",
+    ".my.cnf",
+    ".vault-token",
+    ".terraform.d",
     ".password-store",
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".gem/credentials",
     ".config/gh",
-    ".config/gcloud",
     ".config/hub",
+    ".config/gcloud",
+    ".config/op",
+    ".claude",
     ".local/share/keyrings",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+];
+
+/// Credentials that a toolchain variable moves out of HOME: relative to what it names.
+const MOVED_SECRETS: &[(&str, &str)] = &[
+    ("CARGO_HOME", "credentials"),
+    ("CARGO_HOME", "credentials.toml"),
+    ("GNUPGHOME", ""),
+    ("DOCKER_CONFIG", ""),
+    ("KUBECONFIG", ""),
+    ("XDG_CONFIG_HOME", "gh"),
+    ("XDG_CONFIG_HOME", "git/credentials"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,10 +304,16 @@ pub fn sandbox_env(
 }
 
 /// A jail as the helper gets it: what the environment names as toolchains kept in view, the
-/// credentials under HOME covered, and, where the sandbox can, HOME the user's own (read-only,
+/// credentials under HOME covered (and where `moved_from`, agent-git's own environment, says
+/// they were moved), and, where the sandbox can, HOME the user's own (read-only,
 /// writes going to an overlay in the jail's private HOME); with the network off, the
 /// toolchains told so.
-pub fn complete(mut jail: Jail, layers: &Layers, real_home: Option<&Path>) -> Jail {
+pub fn complete(
+    mut jail: Jail,
+    layers: &Layers,
+    real_home: Option<&Path>,
+    moved_from: &[(String, String)],
+) -> Jail {
     let real_home = real_home.filter(|h| h.is_absolute() && h.parent().is_some());
     let get = |env: &[(String, String)], name: &str| {
         env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
@@ -296,6 +329,25 @@ pub fn complete(mut jail: Jail, layers: &Layers, real_home: Option<&Path>) -> Ja
     if let Some(real) = real_home {
         jail.hidden
             .extend(HOME_SECRETS.iter().map(|secret| real.join(secret)));
+    }
+    for (name, rel) in MOVED_SECRETS {
+        let moved = moved_from
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str());
+        // KUBECONFIG may list several files.
+        for dir in moved.into_iter().flat_map(|v| v.split(':')) {
+            if dir.starts_with('/') {
+                // Joined with nothing, a path would end in a slash and name no file.
+                let path = match rel {
+                    &"" => PathBuf::from(dir),
+                    _ => Path::new(dir).join(rel),
+                };
+                if !jail.hidden.contains(&path) {
+                    jail.hidden.push(path);
+                }
+            }
+        }
     }
     let mut keep: Vec<PathBuf> = Vec::new();
     for (name, value) in &jail.env {
@@ -324,6 +376,36 @@ pub fn complete(mut jail: Jail, layers: &Layers, real_home: Option<&Path>) -> Ja
     }
     jail.env.sort();
     jail
+}
+
+/// Other runs' private dirs and clean rooms in `temp`, where a command would see them: a
+/// temp dir that the sandbox does not make fresh (TMPDIR under HOME, say).
+fn other_runs_dirs(temp: &Path, jail: &Jail) -> Vec<PathBuf> {
+    let fresh = ["/tmp", "/var/tmp", "/dev/shm"].map(Path::new);
+    if fresh.contains(&temp) {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return Vec::new();
+    };
+    let ours = |dir: &Path| {
+        jail.writable
+            .iter()
+            .chain(&jail.keep)
+            .chain(&jail.shown)
+            .any(|p| p.starts_with(dir))
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            crate::leftovers::TEMP_PREFIXES
+                .iter()
+                .any(|p| name.starts_with(p))
+        })
+        .map(|e| e.path())
+        .filter(|dir| !ours(dir))
+        .collect()
 }
 
 /// What to make readable so that everything under `root` is, but the `hidden` paths, except
@@ -416,7 +498,8 @@ impl Sandbox {
             proc: Ok(()),
             processes: Ok(String::new()),
         };
-        let jail = complete(jail, &every_layer, self.real_home.as_deref());
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let jail = complete(jail, &every_layer, self.real_home.as_deref(), &vars);
         let child = Command::new(&self.helper)
             .args(helper_args(&jail, &self.limits, &every_layer))
             .arg("--probe")
@@ -436,7 +519,8 @@ impl Sandbox {
     /// that last for the whole run.
     pub fn model_jail(&self) -> Jail {
         let private = self.private.path();
-        let mut writable = vec![self.work.clone(), private.to_path_buf()];
+        // Not the private dir itself: its lease must stay out of the commands' reach.
+        let mut writable = vec![self.work.clone(), private.join("home"), private.join("tmp")];
         writable.extend(self.allow_write.iter().cloned());
         Jail {
             cwd: self.work.clone(),
@@ -509,7 +593,10 @@ impl Sandbox {
                 (c, jail.env.clone())
             }
             Some(layers) => {
-                let jail = complete(jail.clone(), layers, self.real_home.as_deref());
+                let vars: Vec<(String, String)> = std::env::vars().collect();
+                let mut jail = complete(jail.clone(), layers, self.real_home.as_deref(), &vars);
+                jail.hidden
+                    .extend(other_runs_dirs(&std::env::temp_dir(), &jail));
                 let mut c = Command::new(&self.helper);
                 c.args(helper_args(&jail, limits, layers))
                     .arg("--")
@@ -802,7 +889,11 @@ mod tests {
             proc: Ok(()),
             processes: Ok(String::new()),
         };
-        let done = complete(jail.clone(), &every, Some(Path::new("/home/u")));
+        let moved = [
+            var("CARGO_HOME", "/usr/local/cargo"),
+            var("KUBECONFIG", "/k/a:/k/b"),
+        ];
+        let done = complete(jail.clone(), &every, Some(Path::new("/home/u")), &moved);
         assert_eq!(
             done.home_overlay,
             Some(helper::HomeOverlay {
@@ -852,7 +943,7 @@ mod tests {
             home: Err("EPERM".into()),
             ..every
         };
-        let done = complete(jail, &bare, Some(Path::new("/home/u")));
+        let done = complete(jail, &bare, Some(Path::new("/home/u")), &[]);
         assert_eq!(done.home_overlay, None);
         assert!(done.env.contains(&var("HOME", "/p/home")));
         assert!(!done.env.iter().any(|(n, _)| n == "CARGO_NET_OFFLINE"));

@@ -37,8 +37,8 @@ pub fn run_prepared(
         .stdout(out.try_clone()?)
         .stderr(out.try_clone()?);
     let parent = rustix::process::getpid();
-    // SAFETY: setsid(2), prctl(2) and getppid(2) are async-signal-safe and touch no memory of
-    // the parent.
+    // SAFETY: setsid(2), prctl(2), getppid(2) and close_range(2) are async-signal-safe and
+    // touch no memory of the parent.
     unsafe {
         command.pre_exec(move || {
             // A session of its own: no controlling terminal, so nothing it runs can type into
@@ -50,6 +50,15 @@ pub fn run_prepared(
             if rustix::process::getppid() != Some(parent) {
                 return Err(std::io::Error::other("agent-git is gone"));
             }
+            // Nothing agent-git inherited (a descriptor of the user's shell, say) reaches the
+            // command: every descriptor above stderr closes at exec.
+            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                CLOSE_RANGE_CLOEXEC,
+            );
             Ok(())
         });
     }

@@ -262,8 +262,15 @@ impl<'a> Verifier<'a> {
         let jail = Jail {
             cwd: room.path().to_path_buf(),
             writable,
-            hidden: self.hidden.clone(),
-            shown: self.shown.clone(),
+            // The room's own folders (the shared build cache during a run from scratch, its
+            // git dir) are not the tests' to read: only the tree, this run's dirs, the cache in
+            // use and the runner's script.
+            hidden: [self.hidden.as_slice(), &[room.root().to_path_buf()]].concat(),
+            shown: [
+                self.shown.as_slice(),
+                std::slice::from_ref(&self.runner_script),
+            ]
+            .concat(),
             read_only,
             // The built-in runner lives beside the tree, where the tests get a fresh /tmp.
             keep: vec![self.runner_script.clone()],

@@ -413,6 +413,8 @@ impl Workspace {
     pub fn remove_worktree(&self) -> Result<(), WorkspaceError> {
         let main = Repository::open(&self.common_dir)?;
         let worktree = main.find_worktree(&self.worktree_name)?;
+        // Whatever git cannot remove (a tree nested deeper than it walks) goes first.
+        let _ = crate::leftovers::remove_forcibly(&self.worktree_path);
         worktree.prune(Some(
             WorktreePruneOptions::new()
                 .valid(true)

@@ -18,6 +18,9 @@ pub struct Snapshot {
 }
 
 /// What the harness did with a shell command's effects.
+/// How deep a folder of the work tree may lie: libgit2 walks no deeper than 100.
+const MAX_DEPTH: usize = 90;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Absorbed {
     /// Protected paths the command changed, now as they were.
@@ -111,6 +114,53 @@ impl Workspace {
     /// After a shell command: puts back a moved HEAD or branch and a rewritten `.git` file,
     /// reverts changes to protected paths, and commits everything else as one commit.
     pub fn absorb_command(
+        &self,
+        subject: &str,
+        body: &str,
+        protection: &Protection,
+        before: &Snapshot,
+    ) -> Result<Absorbed, WorkspaceError> {
+        match self.absorb(subject, body, protection, before) {
+            // A tree nested deeper than git walks: cut it off where it goes too deep, once.
+            Err(e) if e.to_string().contains("nesting too deep") => {
+                let cut = self.cut_too_deep();
+                if cut.is_empty() {
+                    return Err(e);
+                }
+                let mut absorbed = self.absorb(subject, body, protection, before)?;
+                absorbed.commit.dropped.extend(cut);
+                Ok(absorbed)
+            }
+            absorbed => absorbed,
+        }
+    }
+
+    /// Removes every folder of the work tree that lies deeper than git goes, and says so.
+    fn cut_too_deep(&self) -> Vec<super::Dropped> {
+        let walk = walkdir::WalkDir::new(&self.worktree_path)
+            .min_depth(MAX_DEPTH)
+            .max_depth(MAX_DEPTH)
+            .into_iter()
+            .filter_entry(|e| e.file_name() != ".git");
+        let deep: Vec<PathBuf> = walk
+            .flatten()
+            .filter(|e| e.file_type().is_dir())
+            .map(|e| e.into_path())
+            .collect();
+        let mut cut = Vec::new();
+        for dir in deep {
+            if crate::leftovers::remove_forcibly(&dir).is_ok() {
+                let rel = dir.strip_prefix(&self.worktree_path).unwrap_or(&dir);
+                cut.push(super::Dropped {
+                    path: rel.to_string_lossy().into_owned(),
+                    why: format!("it lies {MAX_DEPTH} folders deep or more, deeper than git goes"),
+                });
+            }
+        }
+        cut
+    }
+
+    fn absorb(
         &self,
         subject: &str,
         body: &str,
