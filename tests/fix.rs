@@ -582,3 +582,38 @@ fn a_cut_off_reply_is_continued_and_ignored_paths_are_not_written() {
         "{report}"
     );
 }
+
+#[test]
+fn a_tool_call_in_a_reply_cut_off_at_the_token_limit_does_not_run() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    // The reply ran out of tokens while writing calc.py: its content is half there.
+    let cut = tool(
+        "half",
+        "write_file",
+        json!({"path": "calc.py", "content": "def add(a, b):\n    return a +"}),
+    );
+    let run = env.fix_scripted(
+        &repo,
+        "agent/half",
+        json!([
+            {"stop_reason": "max_tokens", "content": [{"type": "text", "text": "Rewrite."}, cut]},
+            calls("Fix, smaller.", vec![fix_add()]),
+            end_turn("Done."),
+        ]),
+        &[],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    run.assert_refused("half", "not run: your reply was cut off at the token limit");
+    let subjects = env.subjects(&repo, "agent/half");
+    assert!(
+        !subjects.iter().any(|s| s.contains("write calc.py")),
+        "the half-written file was never committed: {subjects:?}"
+    );
+    assert!(
+        env.message(&repo, "agent/half")
+            .contains("[1] reply cut off (max_tokens) -> its tool calls did not run"),
+        "{}",
+        env.message(&repo, "agent/half")
+    );
+}

@@ -299,14 +299,32 @@ impl Agent<'_> {
                 _ => None,
             })
             .collect();
+        if !calls.is_empty() && reply.stop_reason == StopReason::MaxTokens {
+            // A call written when the reply was cut off may be cut too (a file's content half
+            // written): none of them runs, each is answered so, and the model asked again.
+            self.record(
+                state,
+                "reply cut off (max_tokens)",
+                "its tool calls did not run",
+            );
+            let results = calls
+                .into_iter()
+                .map(|(id, name, _)| ContentBlock::ToolResult {
+                    tool_use_id: id.clone(),
+                    content: format!(
+                        "not run: your reply was cut off at the token limit while it held this                          {name} call, so its input may be incomplete. Send it again, smaller                          (split a large file into several edits)."
+                    ),
+                    is_error: true,
+                })
+                .collect();
+            state.messages.push(Message::user(results));
+            return Ok(None);
+        }
         if !calls.is_empty() {
             let note = reply.text();
             let mut results = Vec::new();
             for (id, name, input) in calls {
                 results.push(self.call_tool(state, &note, id, name, input)?);
-            }
-            if reply.stop_reason == StopReason::MaxTokens {
-                results.push(ContentBlock::text(CUT_OFF));
             }
             state.messages.push(Message::user(results));
             if state.repeats >= STUCK_AFTER {
