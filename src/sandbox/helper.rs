@@ -423,12 +423,15 @@ fn build_mounts(args: &HelperArgs) -> Result<(Result<(), String>, Vec<PathBuf>),
     let home = match &args.home {
         None => Err("not requested".to_string()),
         Some(overlay) => {
-            let others: Vec<PathBuf> = visible
+            // Only what must be written for real is bound back over it: a toolchain under
+            // HOME is seen through the overlay, and its writes land there too.
+            let writable: Vec<PathBuf> = args
+                .writable
                 .iter()
-                .filter(|v| **v != overlay.home)
+                .filter(|w| **w != overlay.home)
                 .cloned()
                 .collect();
-            let mounted = cover(&overlay.home, &others, || mount_home_overlay(overlay));
+            let mounted = cover(&overlay.home, &writable, || mount_home_overlay(overlay));
             if mounted.is_ok() {
                 fresh_writable.push(overlay.home.clone());
             }

@@ -356,11 +356,17 @@ pub fn complete(
             _ if TOOLCHAIN_DIRS.contains(&name.as_str()) => vec![value.as_str()],
             _ => continue,
         };
-        keep.extend(
-            dirs.into_iter()
-                .filter(|d| d.starts_with('/') && *d != "/")
-                .map(PathBuf::from),
-        );
+        for dir in dirs.into_iter().filter(|d| d.starts_with('/')) {
+            let dir = Path::new(dir);
+            // A `bin` on PATH is a toolchain's (a venv's `lib` lies beside it): keep the root.
+            let root = match (name.as_str(), dir.file_name().and_then(|n| n.to_str())) {
+                ("PATH", Some("bin" | "sbin")) => dir.parent().unwrap_or(dir),
+                _ => dir,
+            };
+            if root.parent().is_some() {
+                keep.push(root.to_path_buf());
+            }
+        }
     }
     for path in keep {
         if !jail.keep.contains(&path) {
@@ -877,7 +883,7 @@ mod tests {
             env: vec![
                 var("GOFLAGS", "-mod=vendor"),
                 var("HOME", "/p/home"),
-                var("PATH", "/tmp/venv/bin:/usr/bin:/"),
+                var("PATH", "/tmp/venv/bin:/usr/bin:/bin:/"),
                 var("VIRTUAL_ENV", "/tmp/venv"),
             ],
         };
@@ -904,18 +910,18 @@ mod tests {
         let keep: Vec<&str> = done.keep.iter().map(|p| p.to_str().unwrap()).collect();
         assert_eq!(
             keep,
-            vec![
-                "/r/runner.py",
-                "/tmp/venv/bin",
-                "/usr/bin",
-                "/tmp/venv",
-                "/home/u"
-            ]
+            vec!["/r/runner.py", "/tmp/venv", "/usr", "/home/u"],
+            "a venv's root beside its bin, not / for /bin"
         );
-        assert!(done.hidden.contains(&PathBuf::from("/home/u/.ssh")));
-        assert!(done
-            .hidden
-            .contains(&PathBuf::from("/home/u/.cargo/credentials.toml")));
+        for hidden in [
+            "/home/u/.ssh",
+            "/home/u/.cargo/credentials.toml",
+            "/usr/local/cargo/credentials.toml",
+            "/k/a",
+            "/k/b",
+        ] {
+            assert!(done.hidden.contains(&PathBuf::from(hidden)), "{hidden}");
+        }
         let names: Vec<&str> = done.env.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
