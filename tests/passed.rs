@@ -1412,3 +1412,28 @@ fn tests_cannot_read_the_shared_build_cache_from_a_run_from_scratch_wherever_tmp
         &path,
     );
 }
+
+#[test]
+fn a_report_file_forged_by_the_code_under_test_is_no_pass() {
+    let env = TestEnv::new();
+    let repo = pytest_calc(&env, &[]);
+    let before = UserState::capture(&env, &repo);
+    // When pytest is asked for a JUnit report, calc.py writes a passing one itself, prints a
+    // passing summary and leaves with 0; run as anyone runs it, add() still subtracts.
+    let forge = "import os, re\n\nm = re.search(r'--junitxml=(\\S+)', os.environ.get('PYTEST_ADDOPTS', ''))\nif m:\n    with open(m.group(1), 'w') as f:\n        f.write('<?xml version=\"1.0\"?><testsuites><testsuite name=\"pytest\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\"><testcase classname=\"test_calc\" name=\"test_add\"/><testcase classname=\"test_calc\" name=\"test_multiply\"/></testsuite></testsuites>')\n    print('2 passed in 0.01s')\n    os._exit(0)\n\n\ndef add(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n";
+    let run = rework_calc(&env, &repo, "agent/forge", forge);
+    let told = serde_json::to_string(run.messages()).unwrap();
+    assert!(
+        told.contains("run as anyone runs them, they failed"),
+        "the model is told why: {told}"
+    );
+    assert_not_passed(
+        &env,
+        &repo,
+        &before,
+        "agent/forge",
+        &run,
+        PYTEST,
+        &pytest_path(),
+    );
+}

@@ -160,6 +160,17 @@ impl TestResult {
         }
     }
 
+    /// This failing run of the plain command, told as the verdict on a pass that its report
+    /// file alone claimed.
+    pub fn disputed(mut self) -> Self {
+        self.tail = format!(
+            "[harness: the tests passed only in the run whose runner was asked for a report \
+             file; run as anyone runs them, they failed]\n{}",
+            self.tail
+        );
+        self
+    }
+
     /// A result for tests that could not be run; `why` stands in for the output.
     pub fn not_run(label: &str, why: &str) -> Self {
         TestResult {

@@ -42,6 +42,14 @@ enum Cache {
     Fresh,
 }
 
+/// Whether the runner is asked for a report file (JUnit XML, the built-in runner's JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Report {
+    Asked,
+    /// The command as anyone would run it: nothing in its environment names a report.
+    NotAsked,
+}
+
 /// Hears how long a test run has been going, while it goes (the CLI shows it on stderr).
 pub type Waiting<'a> = &'a dyn Fn(&str, Duration);
 
@@ -141,17 +149,33 @@ impl<'a> Verifier<'a> {
     /// that is the one that counts.
     fn test(&self) -> Result<TestResult, VerifyError> {
         let cached = self.uses_build_cache() && self.room.borrow().cache_was_written();
-        let result = self.test_once(Cache::Shared)?;
+        let mut result = self.test_once(Cache::Shared, Report::Asked)?;
         let stale_setup = self.room.borrow().setup_is_stale();
         if result.passed && (cached || stale_setup) {
             self.room.borrow_mut().clear_setup()?;
-            let confirmed = self.test_once(Cache::Fresh)?;
+            result = self.test_once(Cache::Fresh, Report::Asked)?;
             if self.uses_build_cache() {
                 self.room.borrow_mut().adopt_fresh_cache()?;
             }
-            return Ok(confirmed);
+        }
+        if result.passed && self.reports_through_files() {
+            // The report file is written by the very process that runs the code under test,
+            // which can also see that it was asked for: the pass stands only if the command,
+            // run as anyone would run it, succeeds too.
+            let plain = self.test_once(Cache::Shared, Report::NotAsked)?;
+            if !plain.passed {
+                return Ok(plain.disputed());
+            }
         }
         Ok(result)
+    }
+
+    /// Whether the runner is told (through the environment) where to write its results.
+    fn reports_through_files(&self) -> bool {
+        matches!(
+            self.plan.runner,
+            Runner::Pytest | Runner::Other | Runner::BuiltinPython
+        ) || matches!(self.plan.command, TestCommand::BuiltinPython { .. })
     }
 
     /// Whether the test command may build into `CARGO_TARGET_DIR`.
@@ -159,7 +183,7 @@ impl<'a> Verifier<'a> {
         matches!(self.plan.runner, Runner::Cargo | Runner::Other)
     }
 
-    fn test_once(&self, cache: Cache) -> Result<TestResult, VerifyError> {
+    fn test_once(&self, cache: Cache, report: Report) -> Result<TestResult, VerifyError> {
         let tree = self.workspace.verification_tree(self.protection)?;
         let mut room = self.room.borrow_mut();
         room.reset_to(tree)?;
@@ -177,7 +201,7 @@ impl<'a> Verifier<'a> {
         };
         let dirs = room.run_dirs()?;
         let command = self.plan.command_line(&self.runner_script);
-        let raw = self.confined(&room, &dirs, &command, cache_dir.as_deref())?;
+        let raw = self.confined(&room, &dirs, &command, cache_dir.as_deref(), report)?;
         if cache == Cache::Shared && cache_dir.is_some() {
             room.note_cache_written();
         }
@@ -202,7 +226,7 @@ impl<'a> Verifier<'a> {
     ) -> Result<Option<TestResult>, VerifyError> {
         room.clear_setup()?;
         let dirs = room.run_dirs()?;
-        let raw = self.confined(room, &dirs, setup, None)?;
+        let raw = self.confined(room, &dirs, setup, None, Report::NotAsked)?;
         dirs.remove()?;
         if raw.exit_code == Some(0) {
             room.record_setup(tree)?;
@@ -231,6 +255,7 @@ impl<'a> Verifier<'a> {
         dirs: &RunDirs,
         command: &str,
         cache: Option<&Path>,
+        report: Report,
     ) -> Result<crate::sandbox::RawRun, VerifyError> {
         let mut extra = vec![("PYTHONNOUSERSITE".to_string(), "1".to_string())];
         let mut writable = vec![room.path().to_path_buf(), dirs.root.clone()];
@@ -238,7 +263,8 @@ impl<'a> Verifier<'a> {
             extra.push(("CARGO_TARGET_DIR".into(), cache.display().to_string()));
             writable.push(cache.to_path_buf());
         }
-        if matches!(self.plan.runner, Runner::Pytest | Runner::Other) {
+        let asked = report == Report::Asked;
+        if asked && matches!(self.plan.runner, Runner::Pytest | Runner::Other) {
             let junit = dirs.results.join("junit.xml");
             let options = format!(
                 "-p no:cacheprovider --continue-on-collection-errors --junitxml={} \
@@ -247,7 +273,7 @@ impl<'a> Verifier<'a> {
             );
             extra.push(("PYTEST_ADDOPTS".into(), options));
         }
-        if let TestCommand::BuiltinPython { .. } = self.plan.command {
+        if let (true, TestCommand::BuiltinPython { .. }) = (asked, &self.plan.command) {
             let results = dirs.results.join("results.json");
             extra.push(("AGENT_GIT_RESULTS".into(), results.display().to_string()));
         }
