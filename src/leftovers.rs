@@ -139,8 +139,21 @@ pub fn sweep_temp_dirs(temp: &Path) -> Vec<PathBuf> {
             continue;
         }
         let dir = entry.path();
+        // Only this user's: in a temp dir others share, another user's look-alike (lease and
+        // all) is none of a sweep's business, however it is built.
+        let ours = |path: &Path| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::symlink_metadata(path)
+                .is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw())
+        };
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && is_abandoned(&dir.join(LEASE)) && remove_forcibly(&dir).is_ok() {
+        let lease = dir.join(LEASE);
+        if is_dir
+            && ours(&dir)
+            && ours(&lease)
+            && is_abandoned(&lease)
+            && remove_forcibly(&dir).is_ok()
+        {
             removed.push(dir);
         }
     }
@@ -177,14 +190,27 @@ mod tests {
         std::fs::set_permissions(&victim, PermissionsExt::from_mode(0o755)).unwrap();
         std::os::unix::fs::symlink(&victim, dead.join("home/link")).unwrap();
         let unleased = make("agent-git-sandbox-nolease");
+        // Another user's look-alike, abandoned lease and all (where this test may make one).
+        let foreign = make("agent-git-sandbox-foreign");
+        drop(Lease::take(&foreign.join(LEASE)).unwrap());
+        let root = rustix::process::geteuid().is_root();
+        if root {
+            let nobody = Some(rustix::process::Uid::from_raw(65534));
+            rustix::fs::chown(&foreign, nobody, None).unwrap();
+        }
         let other = make("someone-elses");
         std::fs::write(other.join(LEASE), "").unwrap();
         assert!(
             !is_abandoned(&live.join(LEASE)),
             "a held lease is not a leftover's"
         );
-        assert_eq!(sweep_temp_dirs(temp.path()), vec![dead.clone()]);
+        let mut swept = vec![dead.clone()];
+        if !root {
+            swept.insert(0, foreign.clone());
+        }
+        assert_eq!(sweep_temp_dirs(temp.path()), swept);
         assert!(live.exists() && unleased.exists() && other.exists());
+        assert_eq!(foreign.exists(), root);
         assert!(!dead.exists());
         let mode = std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o755);

@@ -848,3 +848,46 @@ fn descriptors_agent_git_inherited_do_not_reach_commands() {
     assert!(!text.contains("INHERITED-SECRET"), "{text}");
     assert!(!text.contains(" 9 "), "{text}");
 }
+
+#[test]
+fn a_terminal_of_the_host_cannot_be_opened() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    // A terminal of the user's, as another session's shell has it.
+    // SAFETY: posix_openpt/grantpt/unlockpt/ptsname_r act on the descriptor and buffer given.
+    let (master, name) = unsafe {
+        let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(fd >= 0);
+        assert_eq!(libc::grantpt(fd), 0);
+        assert_eq!(libc::unlockpt(fd), 0);
+        let mut buf = [0 as libc::c_char; 64];
+        assert_eq!(libc::ptsname_r(fd, buf.as_mut_ptr(), buf.len()), 0);
+        let name = std::ffi::CStr::from_ptr(buf.as_ptr())
+            .to_string_lossy()
+            .into_owned();
+        (fd, name)
+    };
+    let replies = json!([
+        calls(
+            "Type into it.",
+            vec![
+                run(
+                    "pty",
+                    &format!("echo typed > {name} && echo reached; ls /dev/pts")
+                ),
+                fix_add()
+            ]
+        ),
+        end_turn("Done."),
+    ]);
+    let run = env.fix_scripted(&repo, "agent/pty", replies, &[]);
+    let mut waiting: libc::c_int = 0;
+    // SAFETY: FIONREAD writes the count of readable bytes into the int we own.
+    unsafe { libc::ioctl(master, libc::FIONREAD, &mut waiting) };
+    // SAFETY: the descriptor is ours and closed once.
+    unsafe { libc::close(master) };
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = &run.results()["pty"].1;
+    assert!(!text.contains("reached"), "{text}");
+    assert_eq!(waiting, 0, "nothing reached {name}: {text}");
+}

@@ -420,6 +420,7 @@ fn build_mounts(args: &HelperArgs) -> Result<(Result<(), String>, Vec<PathBuf>),
             fresh_writable.push(dir.to_path_buf());
         }
     }
+    fresh_ptys()?;
     let home = match &args.home {
         None => Err("not requested".to_string()),
         Some(overlay) => {
@@ -544,6 +545,33 @@ fn mount_tmpfs(dir: &Path, mode: &str) -> Result<(), String> {
         Some(options.as_c_str()),
     )
     .map_err(|e| fail("mount a private dir on", dir, e))
+}
+
+/// A devpts of the namespace's own, so that no terminal of the host (another session's
+/// shell, with what is typed there) can be opened; where none can be mounted, an empty
+/// /dev/pts, which leaves the command without terminals rather than with the host's.
+fn fresh_ptys() -> Result<(), String> {
+    use rustix::mount::{mount, mount_bind, MountFlags};
+    let pts = Path::new("/dev/pts");
+    if !pts.is_dir() {
+        return Ok(());
+    }
+    let options = c"newinstance,ptmxmode=0666,mode=0620";
+    let own = mount(
+        "devpts",
+        pts,
+        "devpts",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        Some(options),
+    );
+    if own.is_err() {
+        return mount_tmpfs(pts, "755");
+    }
+    let ptmx = Path::new("/dev/ptmx");
+    if ptmx.exists() {
+        mount_bind(pts.join("ptmx"), ptmx).map_err(|e| fail("bind", ptmx, e))?;
+    }
+    Ok(())
 }
 
 /// HOME as it is below, read-only; what the command writes there lands in `upper`.

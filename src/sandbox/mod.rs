@@ -110,6 +110,17 @@ pub const HOME_SECRETS: &[&str] = &[
     ".config/op",
     ".claude",
     ".local/share/keyrings",
+    // Where keys are exported for the shell, or kept for a provider's own tools.
+    ".bashrc",
+    ".bash_profile",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".config/fish",
+    ".env",
+    ".config/anthropic",
+    ".config/openai",
     ".bash_history",
     ".zsh_history",
     ".python_history",
@@ -205,6 +216,9 @@ pub struct Sandbox {
     helper: PathBuf,
     work: PathBuf,
     private: tempfile::TempDir,
+    /// Its path with every link resolved: what the sandbox compares with the dirs it
+    /// makes fresh (a TMPDIR that links into /tmp is /tmp).
+    private_root: PathBuf,
     /// Marks the private dir as this run's while it lives (see `leftovers`).
     _lease: crate::leftovers::Lease,
     layers: Option<Layers>,
@@ -478,6 +492,7 @@ impl Sandbox {
             mode,
             helper,
             work: work.to_path_buf(),
+            private_root: private.path().canonicalize()?,
             private,
             _lease: lease,
             layers: None,
@@ -524,7 +539,7 @@ impl Sandbox {
     /// Where the model's commands run: the work tree, writable with a private HOME and TMPDIR
     /// that last for the whole run.
     pub fn model_jail(&self) -> Jail {
-        let private = self.private.path();
+        let private = self.private_root.as_path();
         // Not the private dir itself: its lease must stay out of the commands' reach.
         let mut writable = vec![self.work.clone(), private.join("home"), private.join("tmp")];
         writable.extend(self.allow_write.iter().cloned());
@@ -547,7 +562,7 @@ impl Sandbox {
 
     /// The model's own HOME and TMPDIR live here.
     pub fn private_dir(&self) -> &Path {
-        self.private.path()
+        &self.private_root
     }
 
     /// The directories the user made writable on purpose.

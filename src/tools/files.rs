@@ -13,6 +13,8 @@ const MAX_READ_BYTES: usize = 100 * 1024;
 const MAX_MATCHES: usize = 200;
 const MAX_MATCH_LINE: usize = 300;
 const MAX_SEARCHED_FILE: u64 = 1024 * 1024;
+/// The largest file read or edited whole: memory stays bounded whatever a command left.
+const MAX_TEXT_FILE: u64 = 64 << 20;
 
 /// Files under `start` that git tracks or would track: .gitignore rules apply, `.git` is skipped.
 /// Paths come back relative to the guard's root, sorted.
@@ -59,9 +61,18 @@ pub(super) fn write_regular(path: &Path, content: &[u8]) -> std::io::Result<()> 
 
 /// Text of a file, or why it cannot be shown as text.
 pub(super) fn read_text(path: &Path, shown: &str) -> Result<String, ToolOutcome> {
-    let bytes = crate::files::read_regular(path, u64::MAX).map_err(|e| {
+    let bytes = crate::files::read_regular(path, MAX_TEXT_FILE + 1).map_err(|e| {
         ToolOutcome::error(format!("cannot read {shown}: {e}"), "error: unreadable")
     })?;
+    if bytes.len() as u64 > MAX_TEXT_FILE {
+        return Err(ToolOutcome::error(
+            format!(
+                "refused: {shown} is over {} MB, too large to read whole; search it instead",
+                MAX_TEXT_FILE >> 20
+            ),
+            "refused: too large",
+        ));
+    }
     let head = &bytes[..bytes.len().min(8000)];
     if head.contains(&0) {
         return Err(ToolOutcome::error(

@@ -369,8 +369,13 @@ fn toolchain_paths(
 /// JSON. None when neither is there or readable: the output is read instead.
 fn read_result_files(results: &Path) -> Option<Vec<Case>> {
     // The tests could leave a FIFO or a huge file there: neither may stall the harness.
+    // Nor a link to a file the tests could not read themselves.
     let read = |name: &str| {
-        let bytes = crate::files::read_regular(&results.join(name), 256 << 20).ok()?;
+        let path = results.join(name);
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            return None;
+        }
+        let bytes = crate::files::read_regular(&path, 256 << 20).ok()?;
         String::from_utf8(bytes).ok()
     };
     if let Some(xml) = read("junit.xml") {
