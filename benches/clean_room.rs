@@ -95,6 +95,7 @@ fn bench(name: &str, files: usize) {
         Limits::default(),
         vec![],
         vec![workspace.git_dir().to_path_buf()],
+        vec![],
     )
     .expect("sandbox");
     let interrupt = AtomicBool::new(false);

@@ -216,6 +216,7 @@ fn work(
         Limits::default(),
         plan.allow_write.clone(),
         vec![workspace.git_dir().to_path_buf()],
+        workspace.config_with_credentials().into_iter().collect(),
     )
     .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
     progress(&format!("sandbox: {}", sandbox.describe()));

@@ -771,6 +771,24 @@ fn credentials_stay_covered_behind_links_and_where_a_toolchain_moved_them() {
     std::fs::write(dotfiles.join("netrc"), "password NETRC-BEHIND-A-LINK\n").unwrap();
     std::os::unix::fs::symlink(dotfiles.join("ssh"), home.join(".ssh")).unwrap();
     std::os::unix::fs::symlink(dotfiles.join("netrc"), home.join(".netrc")).unwrap();
+    // Stow's way: a real ~/.aws whose files link into the dotfiles one by one.
+    std::fs::create_dir_all(dotfiles.join("aws")).unwrap();
+    std::fs::write(dotfiles.join("aws/credentials"), "AWS-KEY-LINKED-FILE\n").unwrap();
+    std::fs::create_dir(home.join(".aws")).unwrap();
+    std::os::unix::fs::symlink(
+        dotfiles.join("aws/credentials"),
+        home.join(".aws/credentials"),
+    )
+    .unwrap();
+    // The token a CI checkout leaves in the repository's config.
+    env.git(
+        &repo,
+        &[
+            "config",
+            "http.https://example.invalid/.extraheader",
+            "AUTHORIZATION: basic GIT-CONFIG-TOKEN",
+        ],
+    );
     let cargo_home = env.path().join("cargo-home");
     std::fs::create_dir(&cargo_home).unwrap();
     std::fs::write(
@@ -779,7 +797,7 @@ fn credentials_stay_covered_behind_links_and_where_a_toolchain_moved_them() {
     )
     .unwrap();
     let look = format!(
-        "cat ~/.ssh/id_ed25519 ~/.netrc {d}/ssh/id_ed25519 {d}/netrc \"$CARGO_HOME/credentials.toml\"; echo looked",
+        "cat ~/.ssh/id_ed25519 ~/.netrc {d}/ssh/id_ed25519 {d}/netrc {d}/aws/credentials \"$CARGO_HOME/credentials.toml\"; git config --list; git log --oneline -1; echo looked",
         d = dotfiles.display()
     );
     let replies = json!([
@@ -792,9 +810,12 @@ fn credentials_stay_covered_behind_links_and_where_a_toolchain_moved_them() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let text = &run.results()["look"].1;
     assert!(text.contains("looked"), "{text}");
+    assert!(text.contains("initial"), "git log still works: {text}");
     for secret in [
         "KEY-BEHIND-A-LINK",
         "NETRC-BEHIND-A-LINK",
+        "AWS-KEY-LINKED-FILE",
+        "GIT-CONFIG-TOKEN",
         "CARGO-TOKEN-MOVED",
     ] {
         assert!(!text.contains(secret), "{secret} was read: {text}");

@@ -228,6 +228,9 @@ pub struct Sandbox {
     /// What the model's commands read wherever it lies (the repository's git dir, for `git
     /// log`), though a fresh /tmp would hide it.
     readable: Vec<PathBuf>,
+    /// What no command may read though it lies in what they can: a git config that holds a
+    /// token, say.
+    hidden: Vec<PathBuf>,
     /// agent-git's own HOME, which commands see read-only where the sandbox can.
     real_home: Option<PathBuf>,
 }
@@ -340,27 +343,9 @@ pub fn complete(
         jail.env.retain(|(n, _)| n != "HOME");
         jail.env.push(("HOME".into(), real.display().to_string()));
     }
-    if let Some(real) = real_home {
-        jail.hidden
-            .extend(HOME_SECRETS.iter().map(|secret| real.join(secret)));
-    }
-    for (name, rel) in MOVED_SECRETS {
-        let moved = moved_from
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str());
-        // KUBECONFIG may list several files.
-        for dir in moved.into_iter().flat_map(|v| v.split(':')) {
-            if dir.starts_with('/') {
-                // Joined with nothing, a path would end in a slash and name no file.
-                let path = match rel {
-                    &"" => PathBuf::from(dir),
-                    _ => Path::new(dir).join(rel),
-                };
-                if !jail.hidden.contains(&path) {
-                    jail.hidden.push(path);
-                }
-            }
+    for path in secret_paths(real_home, moved_from) {
+        if !jail.hidden.contains(&path) {
+            jail.hidden.push(path);
         }
     }
     let mut keep: Vec<PathBuf> = Vec::new();
@@ -396,6 +381,58 @@ pub fn complete(
     }
     jail.env.sort();
     jail
+}
+
+/// The credentials to cover: those under HOME, and where a toolchain variable of
+/// `moved_from` (agent-git's own environment) moved them.
+fn secret_paths(real_home: Option<&Path>, moved_from: &[(String, String)]) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = real_home
+        .map(|real| {
+            HOME_SECRETS
+                .iter()
+                .map(|secret| real.join(secret))
+                .collect()
+        })
+        .unwrap_or_default();
+    for (name, rel) in MOVED_SECRETS {
+        let moved = moved_from
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str());
+        // KUBECONFIG may list several files.
+        for dir in moved.into_iter().flat_map(|v| v.split(':')) {
+            if dir.starts_with('/') {
+                // Joined with nothing, a path would end in a slash and name no file.
+                let path = match rel {
+                    &"" => PathBuf::from(dir),
+                    _ => Path::new(dir).join(rel),
+                };
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
+        }
+    }
+    paths
+}
+
+/// Where the links inside the credential folders `hidden` lead (a `~/.ssh` whose key files
+/// link into a dotfiles folder, one by one), a few levels down: to be hidden too.
+fn link_targets(hidden: &[PathBuf]) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
+    for dir in hidden.iter().filter(|h| h.is_dir()) {
+        let walk = walkdir::WalkDir::new(dir).max_depth(3).follow_links(false);
+        for entry in walk.into_iter().flatten().take(500) {
+            if entry.path_is_symlink() {
+                if let Ok(real) = entry.path().canonicalize() {
+                    if !hidden.contains(&real) && !targets.contains(&real) {
+                        targets.push(real);
+                    }
+                }
+            }
+        }
+    }
+    targets
 }
 
 /// Other runs' private dirs and clean rooms in `temp`, where a command would see them: a
@@ -481,6 +518,7 @@ impl Sandbox {
         limits: Limits,
         allow_write: Vec<PathBuf>,
         readable: Vec<PathBuf>,
+        hidden: Vec<PathBuf>,
     ) -> std::io::Result<Sandbox> {
         let private = tempfile::Builder::new()
             .prefix("agent-git-sandbox-")
@@ -499,6 +537,7 @@ impl Sandbox {
             limits,
             allow_write,
             readable,
+            hidden,
             real_home: std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .and_then(|h| h.canonicalize().ok()),
@@ -618,6 +657,10 @@ impl Sandbox {
                 let mut jail = complete(jail.clone(), layers, self.real_home.as_deref(), &vars);
                 jail.hidden
                     .extend(other_runs_dirs(&std::env::temp_dir(), &jail));
+                jail.hidden.extend(self.hidden.iter().cloned());
+                // Only the credentials' folders: a checkout's links (a venv's python) are not.
+                let secrets = secret_paths(self.real_home.as_deref(), &vars);
+                jail.hidden.extend(link_targets(&secrets));
                 let mut c = Command::new(&self.helper);
                 c.args(helper_args(&jail, limits, layers))
                     .arg("--")

@@ -126,6 +126,20 @@ impl Workspace {
         &self.common_dir
     }
 
+    /// The repository's config file, if it holds what looks like a credential (an HTTP
+    /// header CI checkouts leave, a URL with a password or token): commands may not read it.
+    pub fn config_with_credentials(&self) -> Option<PathBuf> {
+        let config = self.common_dir.join("config");
+        let text = std::fs::read_to_string(&config).ok()?;
+        let lower = text.to_lowercase();
+        let userinfo = regex::Regex::new(r"://[^/\s@]+:[^/\s@]+@").ok()?;
+        let holds = lower.contains("extraheader")
+            || lower.contains("token")
+            || lower.contains("password")
+            || userinfo.is_match(&text);
+        holds.then_some(config)
+    }
+
     /// Where the repository's objects are: the clean room borrows them.
     pub fn objects_dir(&self) -> PathBuf {
         self.common_dir.join("objects")
