@@ -183,6 +183,18 @@ pub struct Layers {
 }
 
 impl Layers {
+    /// Every layer held: what the probe asks the helper for.
+    pub fn every_one() -> Self {
+        Layers {
+            network: Ok(()),
+            filesystem: Ok(()),
+            read_only: Ok(()),
+            home: Ok(()),
+            proc: Ok(()),
+            processes: Ok(String::new()),
+        }
+    }
+
     /// Whether a model's command may run: network and filesystem confinement both hold.
     pub fn confines(&self) -> bool {
         self.network.is_ok() && self.filesystem.is_ok()
@@ -550,14 +562,7 @@ impl Sandbox {
 
     fn probe(&self) -> std::io::Result<Layers> {
         let jail = self.model_jail();
-        let every_layer = Layers {
-            network: Ok(()),
-            filesystem: Ok(()),
-            read_only: Ok(()),
-            home: Ok(()),
-            proc: Ok(()),
-            processes: Ok(String::new()),
-        };
+        let every_layer = Layers::every_one();
         let vars: Vec<(String, String)> = std::env::vars().collect();
         let jail = complete(jail, &every_layer, self.real_home.as_deref(), &vars);
         let child = Command::new(&self.helper)
@@ -945,14 +950,7 @@ mod tests {
                 var("VIRTUAL_ENV", "/tmp/venv"),
             ],
         };
-        let every = Layers {
-            network: Ok(()),
-            filesystem: Ok(()),
-            read_only: Ok(()),
-            home: Ok(()),
-            proc: Ok(()),
-            processes: Ok(String::new()),
-        };
+        let every = Layers::every_one();
         let moved = [
             var("CARGO_HOME", "/usr/local/cargo"),
             var("KUBECONFIG", "/k/a:/k/b"),
