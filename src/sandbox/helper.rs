@@ -140,18 +140,25 @@ pub fn run(args: &HelperArgs) -> i32 {
             SANDBOX_FAILED
         }
         0 => {
+            // Only the helper may hold the writing end, or its death would go unseen.
+            let ParentAlive { reader, writer } = parent_alive;
+            drop(writer);
             let namespaces = Namespaces {
                 user,
                 pid: pid_namespace,
                 network,
             };
-            let code = namespace_init(args, namespaces, processes, parent_alive);
+            let code = namespace_init(args, namespaces, processes, &reader);
             // SAFETY: _exit ends the child without running the parent's destructors twice.
             unsafe { libc::_exit(code) }
         }
         child => {
-            drop(parent_alive);
-            wait_for(child, args.max_wall)
+            // The writing end stays open for as long as this helper lives.
+            let ParentAlive { reader, writer } = parent_alive;
+            drop(reader);
+            let code = wait_for(child, args.max_wall);
+            drop(writer);
+            code
         }
     }
 }
@@ -178,11 +185,11 @@ pub fn parse_probe(text: &str) -> super::Layers {
     }
 }
 
-/// The ends of a pipe that tells a child its parent is gone: the parent holds `_writer` open
-/// for its whole life, and the child sees end-of-file when the parent dies.
+/// The ends of a pipe that tells a child its parent is gone: the parent holds `writer` open
+/// for its whole life, and the child, holding only `reader`, sees end-of-file when it dies.
 struct ParentAlive {
     reader: std::os::fd::OwnedFd,
-    _writer: std::os::fd::OwnedFd,
+    writer: std::os::fd::OwnedFd,
 }
 
 /// Asks for SIGKILL when the parent (agent-git) dies, and makes sure it has not already: a
@@ -194,10 +201,7 @@ fn die_with(parent: Option<rustix::process::Pid>) -> Result<ParentAlive, ()> {
     if rustix::process::getppid() != parent {
         return Err(());
     }
-    Ok(ParentAlive {
-        reader,
-        _writer: writer,
-    })
+    Ok(ParentAlive { reader, writer })
 }
 
 /// Waits for the namespace's init; at `max_wall` seconds the default action of SIGALRM ends
@@ -240,10 +244,10 @@ fn namespace_init(
     args: &HelperArgs,
     namespaces: Namespaces,
     processes: Result<String, String>,
-    parent_alive: ParentAlive,
+    parent_alive: &std::os::fd::OwnedFd,
 ) -> i32 {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    if !parent_is_alive(&parent_alive) {
+    if !parent_is_alive(parent_alive) {
         return SANDBOX_FAILED;
     }
     let not_requested = || Err::<(), String>("not requested".into());
@@ -298,16 +302,16 @@ fn namespace_init(
     }
     drop_capabilities();
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    if !parent_is_alive(&parent_alive) {
+    if !parent_is_alive(parent_alive) {
         return SANDBOX_FAILED;
     }
     exec(&args.command)
 }
 
 /// Whether the helper still holds its end of the pipe.
-fn parent_is_alive(pipe: &ParentAlive) -> bool {
+fn parent_is_alive(reader: &std::os::fd::OwnedFd) -> bool {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let mut fds = [PollFd::new(&pipe.reader, PollFlags::IN)];
+    let mut fds = [PollFd::new(reader, PollFlags::IN)];
     match poll(&mut fds, Some(&Timespec::default())) {
         Ok(0) => true,
         _ => !fds[0].revents().intersects(PollFlags::HUP | PollFlags::IN),
