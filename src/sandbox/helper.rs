@@ -53,7 +53,7 @@ pub struct HomeOverlay {
 }
 
 /// Directories the command gets fresh and empty, and whether it may write there.
-const PRIVATE_DIRS: &[(&str, bool)] = &[
+pub(super) const PRIVATE_DIRS: &[(&str, bool)] = &[
     ("/tmp", true),
     ("/var/tmp", true),
     ("/dev/shm", true),
@@ -61,31 +61,20 @@ const PRIVATE_DIRS: &[(&str, bool)] = &[
     ("/var/run", false),
 ];
 
-/// What each layer came to, as the probe reports it.
-struct Report {
-    network: Result<(), String>,
-    filesystem: Result<(), String>,
-    read_only: Result<(), String>,
-    home: Result<(), String>,
-    proc: Result<(), String>,
-    processes: Result<String, String>,
-}
-
-impl Report {
-    fn print(&self) {
-        let show = |r: &Result<(), String>| match r {
-            Ok(()) => "ok ".to_string(),
-            Err(e) => format!("error {e}"),
-        };
-        println!("network {}", show(&self.network));
-        println!("filesystem {}", show(&self.filesystem));
-        println!("readonly {}", show(&self.read_only));
-        println!("home {}", show(&self.home));
-        println!("proc {}", show(&self.proc));
-        match &self.processes {
-            Ok(how) => println!("processes ok {how}"),
-            Err(e) => println!("processes error {e}"),
-        }
+/// The probe's lines: how each layer came out, as `parse_probe` reads them back.
+fn print_probe(layers: &super::Layers) {
+    let show = |r: &Result<(), String>| match r {
+        Ok(()) => "ok ".to_string(),
+        Err(e) => format!("error {e}"),
+    };
+    println!("network {}", show(&layers.network));
+    println!("filesystem {}", show(&layers.filesystem));
+    println!("readonly {}", show(&layers.read_only));
+    println!("home {}", show(&layers.home));
+    println!("proc {}", show(&layers.proc));
+    match &layers.processes {
+        Ok(how) => println!("processes ok {how}"),
+        Err(e) => println!("processes error {e}"),
     }
 }
 
@@ -246,15 +235,16 @@ fn namespace_init(
     processes: Result<String, String>,
     parent_alive: &std::os::fd::OwnedFd,
 ) -> i32 {
-    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    if !parent_is_alive(parent_alive) {
+    if !tied_to_parent(parent_alive) {
         return SANDBOX_FAILED;
     }
+    // Hidden paths where they really are too: computed once, for the mounts and Landlock.
+    let hidden = with_targets(&args.hidden);
     let not_requested = || Err::<(), String>("not requested".into());
     let (read_only, home, extra_writable) = match (&namespaces.user, args.read_only_rest) {
         (_, false) => (not_requested(), not_requested(), Vec::new()),
         (Err(e), true) => (Err(e.clone()), Err(e.clone()), Vec::new()),
-        (Ok(()), true) => match build_mounts(args) {
+        (Ok(()), true) => match build_mounts(args, &hidden) {
             Ok((home, extra)) => (Ok(()), home, extra),
             Err(e) => (Err(e.clone()), Err(e), Vec::new()),
         },
@@ -270,20 +260,19 @@ fn namespace_init(
     let filesystem = if args.landlock {
         let mut writable = args.writable.clone();
         writable.extend(extra_writable);
-        confine_files(&writable, &with_targets(&args.hidden), &args.shown)
+        confine_files(&writable, &hidden, &args.shown)
     } else {
         not_requested()
     };
     if args.probe {
-        Report {
+        print_probe(&super::Layers {
             network: namespaces.network,
             filesystem,
             read_only,
             home,
             proc,
             processes,
-        }
-        .print();
+        });
         use std::io::Write;
         let _ = std::io::stdout().flush();
         return 0;
@@ -301,11 +290,17 @@ fn namespace_init(
         }
     }
     drop_capabilities();
-    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    if !parent_is_alive(parent_alive) {
+    if !tied_to_parent(parent_alive) {
         return SANDBOX_FAILED;
     }
     exec(&args.command)
+}
+
+/// Asks (again: a change of credentials may clear it) for SIGKILL when the helper dies, and
+/// says whether it is still alive, so that its death cannot slip in before the request.
+fn tied_to_parent(reader: &std::os::fd::OwnedFd) -> bool {
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    parent_is_alive(reader)
 }
 
 /// Whether the helper still holds its end of the pipe.
@@ -388,9 +383,13 @@ fn map_own_ids(uid: u32, gid: u32) -> Result<(), String> {
 /// inside those read-only again: `chmod`, `chown` or `touch` of anything else fails with
 /// EROFS (Landlock does not cover them), and a test run cannot rewrite the tests it runs.
 /// What the command must still see under a new mount is bound back. Nothing here is seen
-/// outside: the namespace's mounts are private. Returns how the HOME overlay went, and the
+/// outside: the namespace's mounts are private. `hidden` are the paths to cover, links
+/// resolved. Returns how the HOME overlay went, and the
 /// fresh directories the command may write to.
-fn build_mounts(args: &HelperArgs) -> Result<(Result<(), String>, Vec<PathBuf>), String> {
+fn build_mounts(
+    args: &HelperArgs,
+    hidden: &[PathBuf],
+) -> Result<(Result<(), String>, Vec<PathBuf>), String> {
     use rustix::mount::{mount_bind, mount_bind_recursive, mount_change, MountPropagationFlags};
     // SAFETY: this process is single-threaded and unshares no file table.
     unsafe { unshare_unsafe(UnshareFlags::NEWNS) }
@@ -443,7 +442,7 @@ fn build_mounts(args: &HelperArgs) -> Result<(Result<(), String>, Vec<PathBuf>),
             mounted
         }
     };
-    for path in &with_targets(&args.hidden) {
+    for path in hidden {
         match std::fs::symlink_metadata(path) {
             // What it leads to is in the list too, and covered there.
             Ok(meta) if meta.is_symlink() => {}

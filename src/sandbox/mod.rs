@@ -332,17 +332,10 @@ pub fn sandbox_env(
     env
 }
 
-/// A jail as the helper gets it: what the environment names as toolchains kept in view, the
-/// credentials under HOME covered (and where `moved_from`, agent-git's own environment, says
-/// they were moved), and, where the sandbox can, HOME the user's own (read-only,
-/// writes going to an overlay in the jail's private HOME); with the network off, the
-/// toolchains told so.
-pub fn complete(
-    mut jail: Jail,
-    layers: &Layers,
-    real_home: Option<&Path>,
-    moved_from: &[(String, String)],
-) -> Jail {
+/// A jail as the helper gets it: what the environment names as toolchains kept in view,
+/// and, where the sandbox can, HOME the user's own (read-only, writes going to an overlay in
+/// the jail's private HOME); with the network off, the toolchains told so.
+pub fn complete(mut jail: Jail, layers: &Layers, real_home: Option<&Path>) -> Jail {
     let real_home = real_home.filter(|h| h.is_absolute() && h.parent().is_some());
     let get = |env: &[(String, String)], name: &str| {
         env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
@@ -354,11 +347,6 @@ pub fn complete(
         });
         jail.env.retain(|(n, _)| n != "HOME");
         jail.env.push(("HOME".into(), real.display().to_string()));
-    }
-    for path in secret_paths(real_home, moved_from) {
-        if !jail.hidden.contains(&path) {
-            jail.hidden.push(path);
-        }
     }
     let mut keep: Vec<PathBuf> = Vec::new();
     for (name, value) in &jail.env {
@@ -450,8 +438,10 @@ fn link_targets(hidden: &[PathBuf]) -> Vec<PathBuf> {
 /// Other runs' private dirs and clean rooms in `temp`, where a command would see them: a
 /// temp dir that the sandbox does not make fresh (TMPDIR under HOME, say).
 fn other_runs_dirs(temp: &Path, jail: &Jail) -> Vec<PathBuf> {
-    let fresh = ["/tmp", "/var/tmp", "/dev/shm"].map(Path::new);
-    if fresh.contains(&temp) {
+    let fresh = helper::PRIVATE_DIRS
+        .iter()
+        .filter(|(_, writable)| *writable);
+    if fresh.map(|(dir, _)| Path::new(dir)).any(|dir| dir == temp) {
         return Vec::new();
     }
     let Ok(entries) = std::fs::read_dir(temp) else {
@@ -549,11 +539,18 @@ impl Sandbox {
             limits,
             allow_write,
             readable,
-            hidden,
+            hidden: Vec::new(),
             real_home: std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .and_then(|h| h.canonicalize().ok()),
         };
+        // Neither agent-git's environment nor the user's HOME changes during a run: what to
+        // cover is found once (only in the credentials' folders do links count: a checkout's,
+        // such as a venv's python, do not).
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let secrets = secret_paths(sandbox.real_home.as_deref(), &vars);
+        let links = link_targets(&secrets);
+        sandbox.hidden = [hidden, secrets, links].concat();
         if mode == Mode::On {
             sandbox.layers = Some(sandbox.probe()?);
         }
@@ -563,8 +560,7 @@ impl Sandbox {
     fn probe(&self) -> std::io::Result<Layers> {
         let jail = self.model_jail();
         let every_layer = Layers::every_one();
-        let vars: Vec<(String, String)> = std::env::vars().collect();
-        let jail = complete(jail, &every_layer, self.real_home.as_deref(), &vars);
+        let jail = self.finish(jail, &every_layer);
         let child = Command::new(&self.helper)
             .args(helper_args(&jail, &self.limits, &every_layer))
             .arg("--probe")
@@ -649,6 +645,16 @@ impl Sandbox {
         refusal(self.mode, self.layers.as_ref())
     }
 
+    /// `jail` as the helper gets it (`complete`), with what no command may read: the
+    /// credentials, and other runs' temp dirs where the sandbox leaves TMPDIR as it is.
+    fn finish(&self, jail: Jail, layers: &Layers) -> Jail {
+        let mut jail = complete(jail, layers, self.real_home.as_deref());
+        let others = other_runs_dirs(&std::env::temp_dir(), &jail);
+        jail.hidden.extend(others);
+        jail.hidden.extend(self.hidden.iter().cloned());
+        jail
+    }
+
     /// `sh -c shell` in the jail, confined as far as this machine allows.
     pub fn command(&self, jail: &Jail, shell: &str, limits: &Limits) -> std::io::Result<Command> {
         let (mut command, env) = match &self.layers {
@@ -658,14 +664,7 @@ impl Sandbox {
                 (c, jail.env.clone())
             }
             Some(layers) => {
-                let vars: Vec<(String, String)> = std::env::vars().collect();
-                let mut jail = complete(jail.clone(), layers, self.real_home.as_deref(), &vars);
-                jail.hidden
-                    .extend(other_runs_dirs(&std::env::temp_dir(), &jail));
-                jail.hidden.extend(self.hidden.iter().cloned());
-                // Only the credentials' folders: a checkout's links (a venv's python) are not.
-                let secrets = secret_paths(self.real_home.as_deref(), &vars);
-                jail.hidden.extend(link_targets(&secrets));
+                let jail = self.finish(jail.clone(), layers);
                 let mut c = Command::new(&self.helper);
                 c.args(helper_args(&jail, limits, layers))
                     .arg("--")
@@ -933,7 +932,26 @@ mod tests {
     }
 
     #[test]
-    fn a_completed_jail_keeps_toolchains_covers_credentials_and_says_offline() {
+    fn credentials_are_found_in_home_and_where_toolchains_moved_them() {
+        let var = |k: &str, v: &str| (k.to_string(), v.to_string());
+        let moved = [
+            var("CARGO_HOME", "/usr/local/cargo"),
+            var("KUBECONFIG", "/k/a:/k/b"),
+        ];
+        let secrets = secret_paths(Some(Path::new("/home/u")), &moved);
+        for hidden in [
+            "/home/u/.ssh",
+            "/home/u/.cargo/credentials.toml",
+            "/usr/local/cargo/credentials.toml",
+            "/k/a",
+            "/k/b",
+        ] {
+            assert!(secrets.contains(&PathBuf::from(hidden)), "{hidden}");
+        }
+    }
+
+    #[test]
+    fn a_completed_jail_keeps_toolchains_and_says_offline() {
         let var = |k: &str, v: &str| (k.to_string(), v.to_string());
         let jail = Jail {
             cwd: PathBuf::from("/w"),
@@ -951,11 +969,7 @@ mod tests {
             ],
         };
         let every = Layers::every_one();
-        let moved = [
-            var("CARGO_HOME", "/usr/local/cargo"),
-            var("KUBECONFIG", "/k/a:/k/b"),
-        ];
-        let done = complete(jail.clone(), &every, Some(Path::new("/home/u")), &moved);
+        let done = complete(jail.clone(), &every, Some(Path::new("/home/u")));
         assert_eq!(
             done.home_overlay,
             Some(helper::HomeOverlay {
@@ -969,15 +983,6 @@ mod tests {
             vec!["/r/runner.py", "/tmp/venv", "/usr", "/home/u"],
             "a venv's root beside its bin, not / for /bin"
         );
-        for hidden in [
-            "/home/u/.ssh",
-            "/home/u/.cargo/credentials.toml",
-            "/usr/local/cargo/credentials.toml",
-            "/k/a",
-            "/k/b",
-        ] {
-            assert!(done.hidden.contains(&PathBuf::from(hidden)), "{hidden}");
-        }
         let names: Vec<&str> = done.env.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(
             names,
@@ -1005,7 +1010,7 @@ mod tests {
             home: Err("EPERM".into()),
             ..every
         };
-        let done = complete(jail, &bare, Some(Path::new("/home/u")), &[]);
+        let done = complete(jail, &bare, Some(Path::new("/home/u")));
         assert_eq!(done.home_overlay, None);
         assert!(done.env.contains(&var("HOME", "/p/home")));
         assert!(!done.env.iter().any(|(n, _)| n == "CARGO_NET_OFFLINE"));

@@ -172,10 +172,17 @@ impl<'a> Verifier<'a> {
 
     /// Whether the runner is told (through the environment) where to write its results.
     fn reports_through_files(&self) -> bool {
-        matches!(
-            self.plan.runner,
-            Runner::Pytest | Runner::Other | Runner::BuiltinPython
-        ) || matches!(self.plan.command, TestCommand::BuiltinPython { .. })
+        self.asks_for_junit() || self.asks_for_results_json()
+    }
+
+    /// pytest, or a command that may run it, writes JUnit XML where PYTEST_ADDOPTS says.
+    fn asks_for_junit(&self) -> bool {
+        matches!(self.plan.runner, Runner::Pytest | Runner::Other)
+    }
+
+    /// The built-in runner writes its JSON where AGENT_GIT_RESULTS says.
+    fn asks_for_results_json(&self) -> bool {
+        matches!(self.plan.command, TestCommand::BuiltinPython { .. })
     }
 
     /// Whether the test command may build into `CARGO_TARGET_DIR`.
@@ -264,7 +271,7 @@ impl<'a> Verifier<'a> {
             writable.push(cache.to_path_buf());
         }
         let asked = report == Report::Asked;
-        if asked && matches!(self.plan.runner, Runner::Pytest | Runner::Other) {
+        if asked && self.asks_for_junit() {
             let junit = dirs.results.join("junit.xml");
             let options = format!(
                 "-p no:cacheprovider --continue-on-collection-errors --junitxml={} \
@@ -273,7 +280,7 @@ impl<'a> Verifier<'a> {
             );
             extra.push(("PYTEST_ADDOPTS".into(), options));
         }
-        if let (true, TestCommand::BuiltinPython { .. }) = (asked, &self.plan.command) {
+        if asked && self.asks_for_results_json() {
             let results = dirs.results.join("results.json");
             extra.push(("AGENT_GIT_RESULTS".into(), results.display().to_string()));
         }
