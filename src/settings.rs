@@ -21,6 +21,11 @@ pub struct Layer {
     pub price: Option<String>,
     pub setup_cmd: Option<String>,
     pub max_file_size: Option<u64>,
+    /// `max_tokens` or `max_completion_tokens`: how an OpenAI-compatible server is told the
+    /// reply's token limit [default: by model name].
+    pub token_param: Option<String>,
+    /// The model's context window in tokens.
+    pub context_window: Option<u64>,
     /// Directories the sandbox leaves writable; from flags and git config only, never from
     /// a committed `.agentgit` (a repository must not widen the sandbox it is tested in).
     pub allow_write: Vec<String>,
@@ -39,6 +44,8 @@ pub struct Settings {
     pub price: Option<String>,
     pub setup_cmd: Option<String>,
     pub max_file_size: u64,
+    pub token_param: Option<String>,
+    pub context_window: Option<u64>,
     pub allow_write: Vec<String>,
 }
 
@@ -77,6 +84,8 @@ pub fn merge(layers: &[Layer]) -> Settings {
             .iter()
             .find_map(|l| l.max_file_size)
             .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE),
+        token_param: first(&|l| l.token_param.clone()),
+        context_window: layers.iter().find_map(|l| l.context_window),
         allow_write: union(&|l| &l.allow_write),
     }
 }
@@ -158,6 +167,8 @@ fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
         price: string("agent-git.price")?,
         setup_cmd: string("agent-git.setupCmd")?,
         max_file_size,
+        token_param: string("agent-git.tokenParam")?,
+        context_window: number("agent-git.contextWindow")?,
         allow_write: all("agent-git.sandbox.allowWrite")?,
     })
 }
@@ -231,6 +242,8 @@ mod tests {
                 price: None,
                 setup_cmd: None,
                 max_file_size: crate::workspace::DEFAULT_MAX_FILE_SIZE,
+                token_param: None,
+                context_window: None,
                 allow_write: vec![],
             }
         );
@@ -256,7 +269,8 @@ mod tests {
             &path,
             "[agent-git]\n\tmodel = script:x.json\n\ttestCmd = make test\n\tmaxTurns = 7\n\
              \tprotect = a/\n\tprotect = *.snap\n\tmaxCost = $2.50\n\tprice = 3 15\n\
-             \tsetupCmd = npm ci\n\tmaxFileSize = 2m\n[agent-git \"sandbox\"]\n\tallowWrite = /c\n",
+             \tsetupCmd = npm ci\n\tmaxFileSize = 2m\n\ttokenParam = max_tokens\n\
+             \tcontextWindow = 32768\n[agent-git \"sandbox\"]\n\tallowWrite = /c\n",
         )
         .unwrap();
         let layer = read_layer(&Config::open(&path).unwrap(), "test").unwrap();
@@ -273,6 +287,8 @@ mod tests {
                 price: Some("3 15".into()),
                 setup_cmd: Some("npm ci".into()),
                 max_file_size: Some(2 << 20),
+                token_param: Some("max_tokens".into()),
+                context_window: Some(32768),
                 allow_write: vec!["/c".into()],
             }
         );

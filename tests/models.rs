@@ -9,10 +9,10 @@ use std::sync::Mutex;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-const KEY: &str = "sk-ant-test-0123456789-secret";
+pub const KEY: &str = "sk-ant-test-0123456789-secret";
 
 /// Answers each request with the next response of a list, then with 500s.
-struct Replies(Mutex<VecDeque<ResponseTemplate>>);
+pub struct Replies(pub Mutex<VecDeque<ResponseTemplate>>);
 
 impl Respond for Replies {
     fn respond(&self, _: &Request) -> ResponseTemplate {
@@ -24,7 +24,7 @@ impl Respond for Replies {
     }
 }
 
-async fn fake_api(route: &str, replies: Vec<ResponseTemplate>) -> MockServer {
+pub async fn fake_api(route: &str, replies: Vec<ResponseTemplate>) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path(route))
@@ -34,18 +34,18 @@ async fn fake_api(route: &str, replies: Vec<ResponseTemplate>) -> MockServer {
     server
 }
 
-async fn run(cmd: Command) -> Output {
+pub async fn run(cmd: Command) -> Output {
     let mut cmd = cmd;
     tokio::task::spawn_blocking(move || cmd.output().unwrap())
         .await
         .unwrap()
 }
 
-fn ok(body: Value) -> ResponseTemplate {
+pub fn ok(body: Value) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(body)
 }
 
-fn anthropic_message(stop_reason: &str, content: Value, usage: Value) -> Value {
+pub fn anthropic_message(stop_reason: &str, content: Value, usage: Value) -> Value {
     json!({
         "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5-20250929",
         "content": content, "stop_reason": stop_reason, "stop_sequence": null,
@@ -53,7 +53,7 @@ fn anthropic_message(stop_reason: &str, content: Value, usage: Value) -> Value {
     })
 }
 
-fn anthropic_usage(input: u64, write: u64, read: u64, output: u64) -> Value {
+pub fn anthropic_usage(input: u64, write: u64, read: u64, output: u64) -> Value {
     json!({
         "input_tokens": input, "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
         "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": 0},
@@ -61,7 +61,7 @@ fn anthropic_usage(input: u64, write: u64, read: u64, output: u64) -> Value {
     })
 }
 
-fn anthropic_fix_replies() -> Vec<ResponseTemplate> {
+pub fn anthropic_fix_replies() -> Vec<ResponseTemplate> {
     vec![
         ok(anthropic_message(
             "tool_use",
@@ -83,7 +83,7 @@ fn anthropic_fix_replies() -> Vec<ResponseTemplate> {
 
 /// `agent-git fix "Fix the adder" --model MODEL --branch BRANCH [extra]` with a key, against
 /// the fake Anthropic API.
-fn claude_fix(
+pub fn claude_fix(
     env: &TestEnv,
     repo: &std::path::Path,
     server: &MockServer,
@@ -248,6 +248,14 @@ async fn a_fix_run_against_an_openai_compatible_server() {
         "usage": {"prompt_tokens": 1000, "completion_tokens": 5, "total_tokens": 1005}
     });
     let server = fake_api("/v1/chat/completions", vec![ok(tool_calls), ok(done)]).await;
+    // vLLM's model list names the window the server runs the model with.
+    Mock::given(method("GET"))
+        .and(path("/v1/models"))
+        .respond_with(ok(json!({"object": "list", "data": [
+            {"id": "gpt-4o-mini", "object": "model", "owned_by": "vllm", "max_model_len": 32768}
+        ]})))
+        .mount(&server)
+        .await;
     let env = TestEnv::new();
     let repo = env.calc_repo();
     let mut cmd = env.agent_cmd(
@@ -266,7 +274,13 @@ async fn a_fix_run_against_an_openai_compatible_server() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(env.show(&repo, "agent/gpt:calc.py"), CALC_FIXED);
 
-    let requests = server.received_requests().await.unwrap();
+    let requests: Vec<_> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.url.path() == "/v1/chat/completions")
+        .collect();
     assert_eq!(requests.len(), 2);
     assert_eq!(
         requests[0].headers.get("authorization").unwrap(),
@@ -277,13 +291,16 @@ async fn a_fix_run_against_an_openai_compatible_server() {
     assert_eq!(messages[0]["role"], "system");
     assert_eq!(messages[2]["role"], "assistant");
     assert_eq!(messages[2]["content"], Value::Null);
+    // Arguments that were not JSON go back as valid JSON: servers refuse them otherwise.
+    assert_eq!(messages[2]["tool_calls"][0]["function"]["arguments"], "{}");
     assert_eq!(messages[3]["role"], "tool");
     assert_eq!(messages[3]["tool_call_id"], "call_bad");
     assert!(
-        messages[3]["content"]
-            .as_str()
-            .unwrap()
-            .starts_with("ERROR: invalid input for edit_file"),
+        messages[3]["content"].as_str().unwrap().starts_with(
+            "ERROR: invalid input for edit_file: the arguments are not valid JSON (EOF while \
+             parsing a value at line 1 column 20); send the call again with one JSON object. \
+             They began: {\"path\": \"calc.py\", "
+        ),
         "{}",
         messages[3]
     );
@@ -295,6 +312,11 @@ async fn a_fix_run_against_an_openai_compatible_server() {
     let report = env.message(&repo, "agent/gpt");
     assert!(
         report.contains("[1] edit -> refused: invalid input"),
+        "{report}"
+    );
+    assert!(
+        report
+            .contains("context window: 32768 tokens, from the server's /v1/models (max_model_len)"),
         "{report}"
     );
     assert_eq!(
@@ -602,6 +624,8 @@ fn the_key_is_not_in_the_test_environment_and_configuration_errors_exit_2() {
                 "openai:llama3.1",
                 "--max-cost",
                 "1",
+                "--context-window",
+                "8192",
                 "--branch",
                 "agent/noprice",
             ],

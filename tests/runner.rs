@@ -2,6 +2,7 @@
 //! the crate is linked once; each module tells one part of the story.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+mod api_failures;
 mod common;
 mod ends;
 mod fix;

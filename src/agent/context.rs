@@ -26,17 +26,60 @@ pub fn compact(messages: &mut Vec<Message>) -> usize {
         }
     }
     if replaced > 0 {
-        let note = ContentBlock::text(format!(
-            "Note from the harness: the conversation neared the model's context window, so \
-             {replaced} older tool results were replaced by a short note. Read files again if \
-             you need them."
-        ));
-        match messages.last_mut() {
-            Some(last) if last.role == Role::User => last.content.push(note),
-            _ => messages.push(Message::user(vec![note])),
-        }
+        tell(
+            messages,
+            format!(
+                "Note from the harness: the conversation neared the model's context window, \
+                 so {replaced} older tool results were replaced by a short note. Read files \
+                 again if you need them."
+            ),
+        );
     }
     replaced
+}
+
+/// What a result is cut to when even the newest must shrink.
+const CUT_TO: usize = 2_000;
+
+/// The last resort when old results are gone and the conversation still does not fit: every
+/// tool result longer than `CUT_TO` keeps its start only, and the model is told. Returns how
+/// many were cut.
+pub fn cut_long(messages: &mut Vec<Message>) -> usize {
+    let mut cut = 0;
+    for message in messages.iter_mut() {
+        for block in &mut message.content {
+            if let ContentBlock::ToolResult { content, .. } = block {
+                if content.len() > CUT_TO + CUT_NOTE.len() {
+                    let end = content.floor_char_boundary(CUT_TO);
+                    content.truncate(end);
+                    content.push_str(CUT_NOTE);
+                    cut += 1;
+                }
+            }
+        }
+    }
+    if cut > 0 {
+        tell(
+            messages,
+            format!(
+                "Note from the harness: the conversation did not fit the model's context \
+                 window, so {cut} long tool results were cut to their first {CUT_TO} bytes. \
+                 Read files in smaller parts (read_file with start_line and end_line) from now on."
+            ),
+        );
+    }
+    cut
+}
+
+const CUT_NOTE: &str = "\n[cut by the harness to fit the context window]";
+
+/// Adds a note for the model to the newest user message (or a new one).
+fn tell(messages: &mut Vec<Message>, text: String) {
+    let note = ContentBlock::text(text);
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => last.content.push(note),
+        _ => messages.push(Message::user(vec![note])),
+    }
 }
 
 #[cfg(test)]
@@ -82,5 +125,14 @@ mod tests {
         };
         assert!(text.contains("1 older tool results were replaced"));
         assert_eq!(compact(&mut messages), 0, "nothing more to remove");
+
+        // The newest results are long: only cutting them makes room.
+        assert_eq!(cut_long(&mut messages), 2);
+        let ContentBlock::ToolResult { content, .. } = &messages[6].content[0] else {
+            panic!("still a tool result");
+        };
+        assert_eq!(content, &format!("{}{CUT_NOTE}", "x".repeat(CUT_TO)));
+        assert_eq!(messages[2].content[1], result("b", 10));
+        assert_eq!(cut_long(&mut messages), 0, "nothing more to cut");
     }
 }

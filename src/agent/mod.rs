@@ -164,6 +164,8 @@ struct Loop {
     usage: Usage,
     /// Tokens of the last request and its reply: how full the context window is.
     context_used: u64,
+    /// The size in bytes of the conversation when it was last sent: what came after is new.
+    sent_bytes: usize,
     /// The last tool call with its result, and how many times in a row it came back.
     last_call: Option<String>,
     repeats: u32,
@@ -207,6 +209,7 @@ impl Agent<'_> {
             tests: initial,
             usage: Usage::default(),
             context_used: 0,
+            sent_bytes: 0,
             last_call: None,
             repeats: 0,
         };
@@ -242,15 +245,32 @@ impl Agent<'_> {
                 }
             }
             if let Some(window) = self.budget.context_window {
-                if state.context_used.saturating_mul(4) >= window.saturating_mul(3) {
+                if estimate(state).saturating_mul(4) >= window.saturating_mul(3) {
                     self.shrink(state);
                 }
             }
             let reply = match self.ask(state, tools).await {
                 Ok(reply) => reply,
                 Err(ModelError::Interrupted) => return Outcome::Interrupted,
+                Err(ModelError::ContextOverflow { message, window }) => {
+                    // Not the model's failure: the conversation outgrew the window. It shrinks
+                    // and goes again; a window the server named is kept to for the rest.
+                    if let Some(window) = window {
+                        let known = self.budget.context_window.unwrap_or(window);
+                        self.budget.context_window = Some(known.min(window));
+                    }
+                    self.record(state, "prompt too long", &message);
+                    if self.shrink(state) == 0 {
+                        return Outcome::ModelError(format!(
+                            "the conversation no longer fits the model's context window \
+                             ({message})"
+                        ));
+                    }
+                    continue;
+                }
                 Err(e) => return Outcome::ModelError(e.to_string()),
             };
+            state.sent_bytes = conversation_bytes(&state.messages);
             state.turns += 1;
             state.usage.add(&reply.usage);
             state.context_used = reply.usage.all_input() + reply.usage.output_tokens;
@@ -312,7 +332,9 @@ impl Agent<'_> {
                 .map(|(id, name, _)| ContentBlock::ToolResult {
                     tool_use_id: id.clone(),
                     content: format!(
-                        "not run: your reply was cut off at the token limit while it held this                          {name} call, so its input may be incomplete. Send it again, smaller                          (split a large file into several edits)."
+                        "not run: your reply was cut off at the token limit while it held this \
+                         {name} call, so its input may be incomplete. Send it again, smaller \
+                         (split a large file into several edits)."
                     ),
                     is_error: true,
                 })
@@ -418,15 +440,21 @@ impl Agent<'_> {
         Ok(tests)
     }
 
-    /// Drops old tool results to make room; returns how many went.
+    /// Drops old tool results to make room, or when there are none, cuts the long ones
+    /// that remain; returns how many were dropped or cut.
     fn shrink(&mut self, state: &mut Loop) -> usize {
         let removed = context::compact(&mut state.messages);
+        let (removed, what) = match removed {
+            0 => (
+                context::cut_long(&mut state.messages),
+                "long tool results cut",
+            ),
+            n => (n, "old tool results dropped"),
+        };
+        // What the conversation holds now is unknown to the API: estimate it from its size.
         state.context_used = 0;
-        self.record(
-            state,
-            "context nearly full",
-            &format!("{removed} old tool results dropped"),
-        );
+        state.sent_bytes = 0;
+        self.record(state, "context nearly full", &format!("{removed} {what}"));
         removed
     }
 
@@ -469,6 +497,18 @@ const STUCK_AFTER: u32 = 5;
 
 const CUT_OFF: &str = "Your reply was cut off at the token limit. Continue where you stopped, \
 in smaller steps.";
+
+/// The tokens the next request will hold: what the API counted for the last one, and for
+/// what was added since, a byte count (about 3 bytes a token for code, so rather too many).
+fn estimate(state: &Loop) -> u64 {
+    let now = conversation_bytes(&state.messages);
+    let added = now.saturating_sub(state.sent_bytes) as u64;
+    state.context_used + added / 3
+}
+
+fn conversation_bytes(messages: &[Message]) -> usize {
+    serde_json::to_string(messages).map_or(0, |text| text.len())
+}
 
 async fn wait_for(flag: &AtomicBool) {
     while !flag.load(Ordering::SeqCst) {

@@ -3,7 +3,7 @@
 use super::CliError;
 use crate::agent::{Budget, SYSTEM_PROMPT};
 use crate::guard::Protection;
-use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price};
+use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
 use crate::run::{execute, RunPlan};
 use crate::settings::{config_layers, merge, parse_dollars, Layer, Settings};
 use crate::testrun::{collected, detect, TestPlan};
@@ -78,7 +78,8 @@ pub struct FixArgs {
     #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout: u64,
     /// The model's context window in tokens; near it, old tool results are dropped
-    /// [default: known per model].
+    /// [default: git config agent-git.contextWindow, else known per model, else asked of a
+    /// local server].
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
     pub context_window: Option<u64>,
     /// Save every API request and response of the run (never the key) to PATH, for
@@ -193,6 +194,8 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         price: None,
         setup_cmd: args.setup_cmd.clone(),
         max_file_size: args.max_file_size,
+        token_param: None,
+        context_window: args.context_window,
         allow_write: args
             .allow_write
             .iter()
@@ -210,7 +213,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     let budget = budget(
         &settings,
         model.model_name(),
-        args.context_window,
+        settings.context_window.or(model.context_window()),
         args.max_command_timeout,
     )
     .map_err(usage)?;
@@ -276,11 +279,19 @@ fn open_configured_model(settings: &Settings, args: &FixArgs) -> Result<Box<dyn 
         )
     })?;
     let spec = ModelSpec::parse(spec).map_err(usage)?;
+    let token_limit = settings
+        .token_param
+        .as_deref()
+        .map(TokenLimit::parse)
+        .transpose()
+        .map_err(usage)?;
     let options = ModelOptions {
         max_tokens: settings.max_tokens,
+        token_limit,
         max_retries: args.max_retries,
         request_timeout: Duration::from_secs(args.request_timeout),
         record: args.record.clone(),
+        context_window: settings.context_window,
     };
     open_model(&spec, &options).map_err(usage)
 }

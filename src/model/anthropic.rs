@@ -18,7 +18,7 @@ pub struct Anthropic {
 
 #[derive(Deserialize)]
 struct Response {
-    #[serde(default)]
+    /// Required: a body without it (`{}`, an error object sent with a 200) is no reply.
     content: Vec<ContentBlock>,
     stop_reason: Option<StopReason>,
     #[serde(default)]
@@ -109,8 +109,17 @@ impl Provider for Anthropic {
     }
 
     fn parse(&self, body: &str) -> Result<Reply, ModelError> {
-        let response: Response = serde_json::from_str(body)
-            .map_err(|e| ModelError::BadResponse(format!("anthropic: {e}")))?;
+        let bad = |what: String| ModelError::BadResponse(format!("anthropic: {what}"));
+        let value: Value = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
+        if value["type"] == "error" || value.get("error").is_some() {
+            let error = super::errors::read_error_body(body);
+            let said = [error.kind, error.message].into_iter().flatten();
+            return Err(bad(format!(
+                "an error came with a success status: {}",
+                said.collect::<Vec<_>>().join(": ")
+            )));
+        }
+        let response: Response = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
         Ok(Reply {
             stop_reason: response.stop_reason.unwrap_or(StopReason::Unknown),
             content: response.content,
@@ -228,5 +237,20 @@ mod tests {
             }
         );
         assert!(provider().parse("{\"content\": 3}").is_err());
+        let not_replies = [
+            ("{}", "anthropic: missing field `content`"),
+            (
+                r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
+                "anthropic: an error came with a success status: api_error: Internal server error",
+            ),
+            (
+                "<html>ok</html>",
+                "anthropic: expected value at line 1 column 1",
+            ),
+        ];
+        for (body, said) in not_replies {
+            let err = provider().parse(body).unwrap_err();
+            assert_eq!(err.to_string(), format!("unreadable response: {said}"));
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Models behind an HTTP API: one request per reply, retried when the failure is transient,
 //! optionally recorded for replay. A `Provider` knows one API's shapes; this file knows HTTP.
 
+use super::errors::{context_overflow, read_error_body, transport_cause};
 use super::retry::{jitter, parse_retry_after, Failure, RetryPolicy};
 use super::{Model, ModelError, Reply, Request};
 use serde_json::{json, Value};
@@ -51,6 +52,9 @@ pub struct HttpModel {
     retry: RetryPolicy,
     recorder: Option<Recorder>,
     calls: u32,
+    /// The window a local server named, and what the report says of it.
+    context_window: Option<u64>,
+    notes: Vec<String>,
 }
 
 impl HttpModel {
@@ -71,7 +75,18 @@ impl HttpModel {
             retry,
             recorder,
             calls: 0,
+            context_window: None,
+            notes: Vec::new(),
         })
+    }
+
+    pub fn set_context_window(&mut self, found: super::window::Found) {
+        self.context_window = Some(found.tokens);
+        self.notes.push(format!(
+            "context window: {} tokens, from {}",
+            found.tokens, found.source
+        ));
+        self.notes.extend(found.warning);
     }
 
     /// One attempt: the status, the retry headers and the body, or a transport error.
@@ -102,7 +117,7 @@ impl HttpModel {
     }
 
     fn describe(&self, status: u16, body: &str, attempts: u32) -> String {
-        let (kind, message) = error_fields(body);
+        let error = read_error_body(body);
         let mut text = format!(
             "call {} to {} failed with HTTP {status}",
             self.calls,
@@ -111,72 +126,47 @@ impl HttpModel {
         if attempts > 1 {
             text.push_str(&format!(" after {attempts} attempts"));
         }
-        if let Some(kind) = kind {
-            text.push_str(&format!(": {kind}"));
+        for part in [error.kind, error.message].into_iter().flatten() {
+            text.push_str(&format!(": {part}"));
         }
-        if let Some(message) = message {
-            text.push_str(&format!(": {message}"));
-        }
-        if let Some(hint) = self.provider.hint(status) {
+        let hint = if error.html {
+            Some(format!(
+                "a web page came back, not the API's answer: check {}_BASE_URL and any proxy \
+                 in between",
+                self.provider.name().to_ascii_uppercase()
+            ))
+        } else {
+            self.provider.hint(status)
+        };
+        if let Some(hint) = hint {
             text.push_str(&format!(" ({hint})"));
         }
         text
     }
-}
 
-/// The error type and message of an API error body, in either provider's shape.
-fn error_fields(body: &str) -> (Option<String>, Option<String>) {
-    let Ok(value) = serde_json::from_str::<Value>(body) else {
-        let snippet: String = body.trim().chars().take(200).collect();
-        return (None, (!snippet.is_empty()).then_some(snippet));
-    };
-    let error = &value["error"];
-    let field = |key: &str| error[key].as_str().map(str::to_string);
-    (field("type").or_else(|| field("code")), field("message"))
-}
-
-#[async_trait::async_trait]
-impl Model for HttpModel {
-    fn label(&self) -> String {
-        format!("{}:{}", self.provider.name(), self.provider.model())
-    }
-
-    fn model_name(&self) -> Option<String> {
-        Some(self.provider.model().to_string())
-    }
-
-    async fn reply(&mut self, request: &Request<'_>) -> Result<Reply, ModelError> {
-        self.calls += 1;
-        let body = self.provider.body(request);
+    /// Sends the request until it is answered, retrying what may pass on a second try.
+    async fn exchange(&mut self, body: &Value) -> Result<Reply, ModelError> {
         let mut retries = 0;
         loop {
-            let (failure, why) = match self.attempt(&body).await {
+            let (failure, why) = match self.attempt(body).await {
                 Ok((status, failure, text)) => {
                     if let Some(recorder) = &mut self.recorder {
-                        recorder.record(&body, Some(status), &text);
+                        recorder.record(body, Some(status), &text);
                     }
-                    if (200..300).contains(&status) {
-                        return self.provider.parse(&text);
+                    match self.read_answer(status, failure, &text, retries + 1) {
+                        Ok(reply) => return Ok(reply),
+                        Err(Answer::Final(error)) => return Err(error),
+                        Err(Answer::Retry(failure, why)) => (failure, why),
                     }
-                    (failure, self.describe(status, &text, retries + 1))
                 }
                 Err(e) => {
-                    let failure = Failure {
-                        status: None,
-                        should_retry: None,
-                        retry_after: None,
-                    };
-                    let kind = if e.is_timeout() {
-                        "timed out"
-                    } else {
-                        "could not connect"
-                    };
                     let why = format!(
-                        "call {} to {} {kind}: {e}",
+                        "call {} to {}: {}",
                         self.calls,
-                        self.provider.name()
+                        self.provider.name(),
+                        transport_cause(&e, &self.provider.url())
                     );
-                    (failure, why)
+                    (Failure::default(), why)
                 }
             };
             match self.retry.delay(retries, failure, jitter()) {
@@ -189,31 +179,64 @@ impl Model for HttpModel {
             }
         }
     }
+
+    /// A reply, or what to do about an answer that is not one.
+    fn read_answer(
+        &self,
+        status: u16,
+        failure: Failure,
+        text: &str,
+        attempts: u32,
+    ) -> Result<Reply, Answer> {
+        if (200..300).contains(&status) {
+            // A 200 whose body is no reply (`{}`, an error object) is the server's fault, like
+            // a 5xx: retried, never taken as a turn that ended.
+            return self.provider.parse(text).map_err(|e| {
+                let why = format!("call {} to {}: {e}", self.calls, self.provider.name());
+                Answer::Retry(Failure::default(), why)
+            });
+        }
+        if let Some(window) = context_overflow(status, text) {
+            let message = read_error_body(text).message.unwrap_or_default();
+            return Err(Answer::Final(ModelError::ContextOverflow {
+                message,
+                window,
+            }));
+        }
+        Err(Answer::Retry(
+            failure,
+            self.describe(status, text, attempts),
+        ))
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// An answer that is not a reply: given up on at once, or worth another try.
+enum Answer {
+    Final(ModelError),
+    Retry(Failure, String),
+}
 
-    #[test]
-    fn error_bodies_of_both_providers_are_read() {
-        let anthropic =
-            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        assert_eq!(
-            error_fields(anthropic),
-            (Some("overloaded_error".into()), Some("Overloaded".into()))
-        );
-        let openai = r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#;
-        assert_eq!(
-            error_fields(openai),
-            (
-                Some("invalid_request_error".into()),
-                Some("Incorrect API key provided".into())
-            )
-        );
-        assert_eq!(
-            error_fields("<html>bad gateway</html>"),
-            (None, Some("<html>bad gateway</html>".into()))
-        );
+#[async_trait::async_trait]
+impl Model for HttpModel {
+    fn label(&self) -> String {
+        format!("{}:{}", self.provider.name(), self.provider.model())
+    }
+
+    fn model_name(&self) -> Option<String> {
+        Some(self.provider.model().to_string())
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+
+    async fn reply(&mut self, request: &Request<'_>) -> Result<Reply, ModelError> {
+        self.calls += 1;
+        let body = self.provider.body(request);
+        self.exchange(&body).await
     }
 }

@@ -2,6 +2,7 @@
 //! Messages use the Anthropic Messages content blocks, the shape the real adapters speak.
 
 mod anthropic;
+mod errors;
 mod http;
 mod openai;
 mod price;
@@ -9,10 +10,11 @@ mod replay;
 mod retry;
 mod scripted;
 mod spec;
+mod window;
 
 pub use anthropic::Anthropic;
 pub use http::{HttpModel, Provider, Recorder};
-pub use openai::OpenAi;
+pub use openai::{OpenAi, TokenLimit};
 pub use price::{Price, Usage};
 pub use replay::ReplayModel;
 pub use retry::RetryPolicy;
@@ -205,6 +207,13 @@ pub enum ModelError {
     /// The API's answer could not be read.
     #[error("unreadable response: {0}")]
     BadResponse(String),
+    /// The request does not fit the model's context window: the conversation must shrink.
+    #[error("the prompt is too long for the model's context window: {message}")]
+    ContextOverflow {
+        message: String,
+        /// The window in tokens, when the server named it.
+        window: Option<u64>,
+    },
     #[error("replay: {0}")]
     Replay(String),
 }
@@ -221,6 +230,11 @@ pub trait Model: Send {
 
     /// The provider's model name, for prices and context windows; None for a script.
     fn model_name(&self) -> Option<String> {
+        None
+    }
+
+    /// The context window a server named for this model, when it was asked.
+    fn context_window(&self) -> Option<u64> {
         None
     }
 }

@@ -8,9 +8,52 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
+/// How a request states the reply's token limit. OpenAI's reasoning models refuse
+/// `max_tokens` (400 `unsupported_parameter`); Ollama, vLLM and llama.cpp read `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenLimit {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl TokenLimit {
+    /// By model name: the gpt-5 and o-series reasoning models take `max_completion_tokens`.
+    pub fn for_model(model: &str) -> Self {
+        let name = model.rsplit('/').next().unwrap_or(model);
+        let reasoning = name.starts_with("gpt-5")
+            || ["o1", "o3", "o4"]
+                .iter()
+                .any(|series| name == *series || name.starts_with(&format!("{series}-")));
+        if reasoning {
+            TokenLimit::MaxCompletionTokens
+        } else {
+            TokenLimit::MaxTokens
+        }
+    }
+
+    /// From git config `agent-git.tokenParam`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "max_tokens" => Ok(TokenLimit::MaxTokens),
+            "max_completion_tokens" => Ok(TokenLimit::MaxCompletionTokens),
+            other => Err(format!(
+                "agent-git.tokenParam is `{other}`; use max_tokens or max_completion_tokens"
+            )),
+        }
+    }
+
+    fn field(self) -> &'static str {
+        match self {
+            TokenLimit::MaxTokens => "max_tokens",
+            TokenLimit::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
 pub struct OpenAi {
     pub model: String,
     pub max_tokens: u32,
+    pub token_limit: TokenLimit,
     pub base_url: String,
     /// Optional: local servers need none.
     pub api_key: Option<String>,
@@ -23,6 +66,7 @@ impl OpenAi {
         OpenAi {
             model: model.to_string(),
             max_tokens,
+            token_limit: TokenLimit::for_model(model),
             base_url: base_url.to_string(),
             api_key,
             generated_ids: AtomicU32::new(0),
@@ -55,7 +99,14 @@ fn translate(message: &Message) -> Vec<Value> {
                     _ => None,
                 })
                 .collect();
-            let mut out = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+            // Content may be null only beside tool calls: servers refuse an assistant message
+            // with neither (OpenAI and Ollama answer 400).
+            let content = match (text.is_empty(), calls.is_empty()) {
+                (false, _) => json!(text),
+                (true, false) => Value::Null,
+                (true, true) => json!(EMPTY_REPLY),
+            };
+            let mut out = json!({"role": "assistant", "content": content});
             if !calls.is_empty() {
                 out["tool_calls"] = json!(calls);
             }
@@ -83,11 +134,15 @@ fn translate(message: &Message) -> Vec<Value> {
     }
 }
 
-/// Arguments go back as the model sent them: a JSON text. Ones that did not parse were kept
-/// as a string, and go back as that string.
+/// What an empty assistant message says on the wire.
+const EMPTY_REPLY: &str = "(no content)";
+
+/// Arguments go back as a JSON text. Ones that did not parse were kept as the raw string (the
+/// tool result quotes them); they go back as `{}`, since servers refuse a conversation that
+/// holds invalid JSON arguments (Ollama answers 400, vLLM 500).
 fn arguments_text(input: &Value) -> String {
     match input {
-        Value::String(raw) => raw.clone(),
+        Value::String(_) => "{}".to_string(),
         other => other.to_string(),
     }
 }
@@ -124,16 +179,29 @@ impl Provider for OpenAi {
                 }})
             })
             .collect();
-        json!({"model": self.model, "max_tokens": self.max_tokens, "messages": messages, "tools": tools})
+        let mut body = json!({"model": self.model, "messages": messages, "tools": tools});
+        body[self.token_limit.field()] = json!(self.max_tokens);
+        body
     }
 
     fn parse(&self, body: &str) -> Result<Reply, ModelError> {
         let bad = |what: &str| ModelError::BadResponse(format!("openai: {what}"));
         let value: Value = serde_json::from_str(body).map_err(|e| bad(&e.to_string()))?;
+        if value.get("error").is_some() || value["object"] == "error" {
+            let error = super::errors::read_error_body(body);
+            let said: Vec<String> = [error.kind, error.message].into_iter().flatten().collect();
+            return Err(bad(&format!(
+                "an error came with a success status: {}",
+                said.join(": ")
+            )));
+        }
         let choice = value["choices"]
             .get(0)
             .ok_or_else(|| bad("no choices in the response"))?;
         let message = &choice["message"];
+        if !message.is_object() {
+            return Err(bad("the choice holds no message"));
+        }
         let mut content = Vec::new();
         if let Some(text) = message["content"].as_str().filter(|t| !t.trim().is_empty()) {
             content.push(ContentBlock::text(text));
@@ -270,7 +338,7 @@ mod tests {
                     {"role": "user", "content": "Task"},
                     {"role": "assistant", "content": "Reading.", "tool_calls": [
                         {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a.py\"}"}},
-                        {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": "{bad"}}
+                        {"id": "c2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
                     ]},
                     {"role": "tool", "tool_call_id": "c1", "content": "1\tx"},
                     {"role": "tool", "tool_call_id": "c2", "content": "ERROR: bad input"},
@@ -325,6 +393,71 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_models_get_max_completion_tokens_and_others_max_tokens() {
+        for model in [
+            "gpt-5",
+            "gpt-5-mini",
+            "o1",
+            "o3-mini",
+            "o4-mini-2025-04-16",
+            "openai/gpt-5",
+        ] {
+            assert_eq!(
+                TokenLimit::for_model(model),
+                TokenLimit::MaxCompletionTokens,
+                "{model}"
+            );
+        }
+        for model in [
+            "gpt-4o",
+            "gpt-4.1",
+            "llama3.1:8b",
+            "qwen2.5-coder",
+            "o1x",
+            "mistral-o3",
+        ] {
+            assert_eq!(
+                TokenLimit::for_model(model),
+                TokenLimit::MaxTokens,
+                "{model}"
+            );
+        }
+        let mut gpt5 = OpenAi::new("gpt-5", 900, DEFAULT_BASE_URL, None);
+        let request = |p: &OpenAi| {
+            p.body(&Request {
+                system: "S",
+                messages: &[],
+                tools: &[],
+            })
+        };
+        assert_eq!(request(&gpt5)["max_completion_tokens"], 900);
+        assert!(request(&gpt5).get("max_tokens").is_none());
+        gpt5.token_limit = TokenLimit::parse("max_tokens").unwrap();
+        assert_eq!(request(&gpt5)["max_tokens"], 900);
+        assert!(TokenLimit::parse("tokens").is_err());
+    }
+
+    #[test]
+    fn an_empty_reply_goes_back_with_some_content() {
+        let empty = Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::text("  ")],
+        };
+        assert_eq!(
+            translate(&empty),
+            vec![json!({"role": "assistant", "content": "(no content)"})]
+        );
+        let nothing = Message {
+            role: Role::Assistant,
+            content: vec![],
+        };
+        assert_eq!(
+            translate(&nothing),
+            vec![json!({"role": "assistant", "content": "(no content)"})]
+        );
+    }
+
+    #[test]
     fn maps_finish_reasons() {
         let reply = |finish: &str| {
             let body = json!({"choices": [{"message": {"role": "assistant", "content": "x"}, "finish_reason": finish}]});
@@ -334,6 +467,21 @@ mod tests {
         assert_eq!(reply("length"), StopReason::MaxTokens);
         assert_eq!(reply("content_filter"), StopReason::Refusal);
         assert_eq!(reply("weird"), StopReason::Unknown);
-        assert!(provider().parse(r#"{"choices": []}"#).is_err());
+        let not_replies = [
+            ("{}", "openai: no choices in the response"),
+            (r#"{"choices": []}"#, "openai: no choices in the response"),
+            (
+                r#"{"choices": [{"finish_reason": "stop"}]}"#,
+                "openai: the choice holds no message",
+            ),
+            (
+                r#"{"object":"error","message":"Internal Server Error","type":"InternalServerError","code":500}"#,
+                "openai: an error came with a success status: InternalServerError: Internal Server Error",
+            ),
+        ];
+        for (body, said) in not_replies {
+            let err = provider().parse(body).unwrap_err();
+            assert_eq!(err.to_string(), format!("unreadable response: {said}"));
+        }
     }
 }

@@ -23,8 +23,8 @@ impl Default for RetryPolicy {
     }
 }
 
-/// What a failed attempt looked like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a failed attempt looked like. The default is an attempt that got no answer at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Failure {
     /// None for a connection error or a timeout.
     pub status: Option<u16>,

@@ -1,7 +1,9 @@
 //! `--model SPEC` parsing: which model a run talks to, and how to reach it.
 
 use super::http::{HttpModel, Provider, Recorder};
-use super::{anthropic, openai, Anthropic, Model, OpenAi, ReplayModel, RetryPolicy, ScriptedModel};
+use super::{
+    anthropic, openai, window, Anthropic, Model, OpenAi, ReplayModel, RetryPolicy, ScriptedModel,
+};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -43,15 +45,51 @@ impl ModelSpec {
 #[derive(Debug, Clone)]
 pub struct ModelOptions {
     pub max_tokens: u32,
+    /// How an OpenAI-compatible server is told `max_tokens`; None chooses by model name.
+    pub token_limit: Option<openai::TokenLimit>,
     pub max_retries: u32,
     pub request_timeout: Duration,
     pub record: Option<PathBuf>,
+    /// The context window the user gave; when None, a local server is asked for it.
+    pub context_window: Option<u64>,
+}
+
+/// The context window of an `openai:` model behind a server that is not OpenAI's: the user's,
+/// else the server's. None for every other model (their windows are published).
+fn local_window(
+    spec: &ModelSpec,
+    options: &ModelOptions,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<window::Found>, String> {
+    let ModelSpec::OpenAi(model) = spec else {
+        return Ok(None);
+    };
+    let non_empty = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+    let Some(base) = non_empty("OPENAI_BASE_URL")
+        .filter(|b| b.trim_end_matches('/') != openai::DEFAULT_BASE_URL)
+    else {
+        return Ok(None);
+    };
+    if options.context_window.is_some() {
+        return Ok(None);
+    }
+    let key = non_empty("OPENAI_API_KEY");
+    window::ask_server(&base, model, key.as_deref())
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "the server at OPENAI_BASE_URL did not say the context window of `{model}` \
+                 (asked {}); pass --context-window TOKENS (or run `git config \
+                 agent-git.contextWindow TOKENS`) with the window the server runs the model with",
+                window::ASKED
+            )
+        })
 }
 
 /// Reads what a provider needs from the environment. `get` is `std::env::var` outside tests.
 fn provider_for(
     spec: &ModelSpec,
-    max_tokens: u32,
+    options: &ModelOptions,
     get: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Box<dyn Provider>, String> {
     let non_empty = |name: &str| get(name).filter(|v| !v.trim().is_empty());
@@ -62,7 +100,7 @@ fn provider_for(
             )?;
             Ok(Box::new(Anthropic {
                 model: model.clone(),
-                max_tokens,
+                max_tokens: options.max_tokens,
                 base_url: non_empty("ANTHROPIC_BASE_URL")
                     .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into()),
                 api_key,
@@ -80,7 +118,11 @@ fn provider_for(
                         .into(),
                 );
             }
-            Ok(Box::new(OpenAi::new(model, max_tokens, &base, api_key)))
+            let mut provider = OpenAi::new(model, options.max_tokens, &base, api_key);
+            if let Some(limit) = options.token_limit {
+                provider.token_limit = limit;
+            }
+            Ok(Box::new(provider))
         }
         ModelSpec::Script(_) | ModelSpec::Replay(_) => Err("not an HTTP model".into()),
     }
@@ -106,7 +148,8 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
             Ok(Box::new(ReplayModel::from_file(path)?))
         }
         ModelSpec::Anthropic(_) | ModelSpec::OpenAi(_) => {
-            let provider = provider_for(spec, options.max_tokens, &crate::secrets::var)?;
+            let provider = provider_for(spec, options, &crate::secrets::var)?;
+            let found = local_window(spec, options, &crate::secrets::var)?;
             let recorder =
                 match &options.record {
                     Some(path) => Some(Recorder::create(path, provider.as_ref()).map_err(|e| {
@@ -118,12 +161,14 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
                 max_retries: options.max_retries,
                 ..RetryPolicy::default()
             };
-            Ok(Box::new(HttpModel::new(
-                provider,
-                options.request_timeout,
-                retry,
-                recorder,
-            )?))
+            let mut model = HttpModel::new(provider, options.request_timeout, retry, recorder)?;
+            if let Some(found) = found {
+                if let Some(warning) = &found.warning {
+                    eprintln!("agent-git: warning: {warning}");
+                }
+                model.set_context_window(found);
+            }
+            Ok(Box::new(model))
         }
     }
 }
@@ -161,14 +206,25 @@ mod tests {
             .contains("unknown model provider `foo`"));
     }
 
+    fn options() -> ModelOptions {
+        ModelOptions {
+            max_tokens: 10,
+            token_limit: None,
+            max_retries: 0,
+            request_timeout: Duration::from_secs(1),
+            record: None,
+            context_window: None,
+        }
+    }
+
     #[test]
     fn providers_take_keys_and_urls_from_the_environment() {
         let none = |_: &str| None;
-        let err = provider_for(&ModelSpec::Anthropic("m".into()), 10, &none)
+        let err = provider_for(&ModelSpec::Anthropic("m".into()), &options(), &none)
             .err()
             .unwrap();
         assert!(err.contains("ANTHROPIC_API_KEY is not set"), "{err}");
-        let err = provider_for(&ModelSpec::OpenAi("gpt-4.1".into()), 10, &none)
+        let err = provider_for(&ModelSpec::OpenAi("gpt-4.1".into()), &options(), &none)
             .err()
             .unwrap();
         assert!(err.contains("OPENAI_API_KEY is not set"), "{err}");
@@ -177,7 +233,7 @@ mod tests {
             "OPENAI_BASE_URL" => Some("http://127.0.0.1:11434/v1".to_string()),
             _ => None,
         };
-        let a = provider_for(&ModelSpec::Anthropic("m".into()), 10, &env).unwrap();
+        let a = provider_for(&ModelSpec::Anthropic("m".into()), &options(), &env).unwrap();
         assert_eq!(a.url(), "https://api.anthropic.com/v1/messages");
         assert_eq!(
             a.headers(),
@@ -186,7 +242,7 @@ mod tests {
                 ("anthropic-version", "2023-06-01".to_string())
             ]
         );
-        let o = provider_for(&ModelSpec::OpenAi("llama3.1".into()), 10, &env).unwrap();
+        let o = provider_for(&ModelSpec::OpenAi("llama3.1".into()), &options(), &env).unwrap();
         assert_eq!(o.url(), "http://127.0.0.1:11434/v1/chat/completions");
         assert_eq!(o.headers(), vec![], "a local server needs no key");
     }

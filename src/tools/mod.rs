@@ -128,9 +128,7 @@ impl Registry {
         match self.find(name) {
             // Arguments that were not JSON arrive as the raw text (see the OpenAI adapter).
             Some(_) if !input.is_object() => Ok(ToolOutcome::error(
-                format!(
-                    "invalid input for {name}: the arguments must be a JSON object, got: {input}"
-                ),
+                not_an_object(name, input),
                 "refused: invalid input",
             )),
             Some(tool) => tool.run(input, ctx),
@@ -141,6 +139,26 @@ impl Registry {
                 ),
                 "refused: unknown tool",
             )),
+        }
+    }
+}
+
+/// What the model is told of arguments that are not one JSON object: the parse error, when
+/// they were not JSON at all, with the start of what it sent.
+fn not_an_object(name: &str, input: &Value) -> String {
+    let Value::String(raw) = input else {
+        return format!(
+            "invalid input for {name}: the arguments must be a JSON object, got: {input}"
+        );
+    };
+    let start: String = raw.chars().take(300).collect();
+    match serde_json::from_str::<Value>(raw) {
+        Err(e) => format!(
+            "invalid input for {name}: the arguments are not valid JSON ({e}); send the call \
+             again with one JSON object. They began: {start}"
+        ),
+        Ok(_) => {
+            format!("invalid input for {name}: the arguments must be a JSON object, got: {start}")
         }
     }
 }
