@@ -10,6 +10,7 @@ mod replay;
 mod retry;
 mod scripted;
 mod spec;
+mod stream;
 mod window;
 
 pub use anthropic::Anthropic;
@@ -20,6 +21,9 @@ pub use replay::ReplayModel;
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedModel;
 pub use spec::{open_model, ModelOptions, ModelSpec};
+pub use stream::{
+    read_stream, AnthropicStream, Assembler, OpenAiStream, StreamError, StreamFailure,
+};
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
