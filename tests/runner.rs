@@ -13,3 +13,4 @@ mod protection;
 mod runners;
 mod sandbox;
 mod setup;
+mod streaming;

@@ -86,6 +86,10 @@ pub struct FixArgs {
     /// `--model replay:PATH`.
     #[arg(long, value_name = "PATH")]
     pub record: Option<PathBuf>,
+    /// Ask for whole replies instead of streamed ones. Streamed text is shown on stderr as it
+    /// arrives; without streaming, Anthropic allows --max-tokens up to 21333.
+    #[arg(long)]
+    pub no_stream: bool,
     /// Print the system prompt the model is given, and exit.
     #[arg(long)]
     pub print_system_prompt: bool,
@@ -292,6 +296,7 @@ fn open_configured_model(settings: &Settings, args: &FixArgs) -> Result<Box<dyn 
         request_timeout: Duration::from_secs(args.request_timeout),
         record: args.record.clone(),
         context_window: settings.context_window,
+        stream: !args.no_stream,
     };
     open_model(&spec, &options).map_err(usage)
 }

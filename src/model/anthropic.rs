@@ -108,6 +108,12 @@ impl Provider for Anthropic {
         })
     }
 
+    fn streamed(&self, body: &Value) -> Value {
+        let mut body = body.clone();
+        body["stream"] = json!(true);
+        body
+    }
+
     fn parse(&self, body: &str) -> Result<Reply, ModelError> {
         let bad = |what: String| ModelError::BadResponse(format!("anthropic: {what}"));
         let value: Value = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;

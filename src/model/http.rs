@@ -3,7 +3,8 @@
 
 use super::errors::{context_overflow, read_error_body, transport_cause};
 use super::retry::{jitter, parse_retry_after, Failure, RetryPolicy};
-use super::{Model, ModelError, Reply, Request};
+use super::stream::{read_stream, AnthropicStream, OpenAiStream, StreamFailure};
+use super::{Echo, Model, ModelError, Reply, Request};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
@@ -18,6 +19,8 @@ pub trait Provider: Send + Sync {
     /// Headers to send, secrets included; never recorded.
     fn headers(&self) -> Vec<(&'static str, String)>;
     fn body(&self, request: &Request<'_>) -> Value;
+    /// The same body, asking for the reply as server-sent events.
+    fn streamed(&self, body: &Value) -> Value;
     fn parse(&self, body: &str) -> Result<Reply, ModelError>;
     /// What to tell the user for an error status, e.g. which key to check.
     fn hint(&self, status: u16) -> Option<String>;
@@ -52,6 +55,9 @@ pub struct HttpModel {
     retry: RetryPolicy,
     recorder: Option<Recorder>,
     calls: u32,
+    /// Where streamed text is shown as it arrives; None asks for whole replies.
+    echo: Option<Box<dyn Echo>>,
+    timeout: Duration,
     /// The window a local server named, and what the report says of it.
     context_window: Option<u64>,
     notes: Vec<String>,
@@ -64,8 +70,10 @@ impl HttpModel {
         retry: RetryPolicy,
         recorder: Option<Recorder>,
     ) -> Result<Self, String> {
+        // The timeout bounds each wait for bytes; a whole reply's time is bounded per request
+        // when it is not streamed (a long stream may rightly take longer).
         let client = reqwest::Client::builder()
-            .timeout(timeout)
+            .read_timeout(timeout)
             .connect_timeout(Duration::from_secs(30))
             .build()
             .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
@@ -75,6 +83,8 @@ impl HttpModel {
             retry,
             recorder,
             calls: 0,
+            echo: None,
+            timeout,
             context_window: None,
             notes: Vec::new(),
         })
@@ -89,9 +99,24 @@ impl HttpModel {
         self.notes.extend(found.warning);
     }
 
+    /// Streams replies, showing their text through `echo` as it arrives.
+    pub fn stream_to(&mut self, echo: Box<dyn Echo>) {
+        self.echo = Some(echo);
+    }
+
     /// One attempt: the status, the retry headers and the body, or a transport error.
-    async fn attempt(&self, body: &Value) -> Result<(u16, Failure, String), reqwest::Error> {
-        let mut request = self.client.post(self.provider.url()).json(body);
+    async fn attempt(&mut self, body: &Value) -> Result<(u16, Failure, Body), reqwest::Error> {
+        let mut request = match &self.echo {
+            Some(_) => self
+                .client
+                .post(self.provider.url())
+                .json(&self.provider.streamed(body)),
+            None => self
+                .client
+                .post(self.provider.url())
+                .json(body)
+                .timeout(self.timeout),
+        };
         for (name, value) in self.provider.headers() {
             request = request.header(name, value);
         }
@@ -112,8 +137,23 @@ impl HttpModel {
                 header("retry-after").as_deref(),
             ),
         };
-        let text = response.text().await?;
-        Ok((status, failure, text))
+        let events = header("content-type").is_some_and(|t| t.starts_with("text/event-stream"));
+        let echo = self
+            .echo
+            .as_mut()
+            .filter(|_| events && (200..300).contains(&status));
+        let Some(echo) = echo else {
+            // An error, or a server that ignored `stream` and sent the whole reply.
+            return Ok((status, failure, Body::Whole(response.text().await?)));
+        };
+        let mut show = |piece: &str| echo.text(piece);
+        let bytes = response.bytes_stream();
+        let assembled = match self.provider.name() {
+            "anthropic" => read_stream(AnthropicStream::default(), bytes, &mut show).await,
+            _ => read_stream(OpenAiStream::default(), bytes, &mut show).await,
+        };
+        echo.end();
+        Ok((status, failure, Body::Streamed(assembled)))
     }
 
     fn describe(&self, status: u16, body: &str, attempts: u32) -> String {
@@ -149,7 +189,18 @@ impl HttpModel {
         let mut retries = 0;
         loop {
             let (failure, why) = match self.attempt(body).await {
-                Ok((status, failure, text)) => {
+                Ok((_, _, Body::Streamed(Err(broken)))) => {
+                    (Failure::default(), self.stream_failed(&broken))
+                }
+                Ok((status, failure, whole_or_streamed)) => {
+                    let text = match whole_or_streamed {
+                        Body::Whole(text) => text,
+                        Body::Streamed(assembled) => {
+                            assembled.map(|v| v.to_string()).unwrap_or_default()
+                        }
+                    };
+                    // The recording holds the body asked for and the reply as one body, so a
+                    // streamed run replays like a whole one.
                     if let Some(recorder) = &mut self.recorder {
                         recorder.record(body, Some(status), &text);
                     }
@@ -180,6 +231,19 @@ impl HttpModel {
         }
     }
 
+    /// Why a stream gave no reply. One cut after it began lost part of a reply: the whole
+    /// request goes again, and the report says so.
+    fn stream_failed(&mut self, broken: &StreamFailure) -> String {
+        if broken.events_arrived {
+            self.notes.push(format!(
+                "call {}: the reply stream failed after it began ({}); the whole request was \
+                 sent again",
+                self.calls, broken.error
+            ));
+        }
+        format!("call {} to {}: {broken}", self.calls, self.provider.name())
+    }
+
     /// A reply, or what to do about an answer that is not one.
     fn read_answer(
         &self,
@@ -208,6 +272,12 @@ impl HttpModel {
             self.describe(status, text, attempts),
         ))
     }
+}
+
+/// A response body: read whole, or assembled from its stream.
+enum Body {
+    Whole(String),
+    Streamed(Result<Value, StreamFailure>),
 }
 
 /// An answer that is not a reply: given up on at once, or worth another try.

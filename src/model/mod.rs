@@ -222,6 +222,79 @@ pub enum ModelError {
     Replay(String),
 }
 
+/// Where the text of a streamed reply is shown as it arrives.
+pub trait Echo: Send {
+    fn text(&mut self, piece: &str);
+    /// The reply (or its stream) ended.
+    fn end(&mut self);
+}
+
+/// Shows each reply as one indented block: dimmed on a terminal, plain elsewhere.
+pub struct IndentedEcho<W: std::io::Write + Send> {
+    out: W,
+    terminal: bool,
+    at_line_start: bool,
+    open: bool,
+}
+
+impl<W: std::io::Write + Send> IndentedEcho<W> {
+    pub fn new(out: W, terminal: bool) -> Self {
+        IndentedEcho {
+            out,
+            terminal,
+            at_line_start: true,
+            open: false,
+        }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+}
+
+const INDENT: &str = "    ";
+
+impl<W: std::io::Write + Send> Echo for IndentedEcho<W> {
+    fn text(&mut self, piece: &str) {
+        let mut shown = String::new();
+        if !self.open && self.terminal {
+            shown.push_str("\x1b[2m");
+        }
+        self.open = true;
+        for c in piece.chars() {
+            if self.at_line_start && c != '\n' {
+                shown.push_str(INDENT);
+            }
+            shown.push(c);
+            self.at_line_start = c == '\n';
+        }
+        // What cannot be shown is not worth failing a reply for.
+        let _ = self
+            .out
+            .write_all(shown.as_bytes())
+            .and_then(|_| self.out.flush());
+    }
+
+    fn end(&mut self) {
+        if !self.open {
+            return;
+        }
+        let mut shown = String::new();
+        if !self.at_line_start {
+            shown.push('\n');
+        }
+        if self.terminal {
+            shown.push_str("\x1b[0m");
+        }
+        let _ = self
+            .out
+            .write_all(shown.as_bytes())
+            .and_then(|_| self.out.flush());
+        self.open = false;
+        self.at_line_start = true;
+    }
+}
+
 #[async_trait::async_trait]
 pub trait Model: Send {
     /// How the report names this model, e.g. `anthropic:claude-sonnet-4-5`.
@@ -268,6 +341,35 @@ mod tests {
             }
         );
         assert!(serde_json::from_value::<ContentBlock>(json!({"text": "no type"})).is_err());
+    }
+
+    #[test]
+    fn streamed_text_is_shown_as_one_indented_block_per_reply() {
+        let mut echo = IndentedEcho::new(Vec::new(), false);
+        for piece in [
+            "Reading",
+            " calc.py.\nadd() sub",
+            "tracts.",
+            "\n\nFix",
+            "ing.",
+        ] {
+            echo.text(piece);
+        }
+        echo.end();
+        echo.end();
+        echo.text("Done.\n");
+        echo.end();
+        assert_eq!(
+            String::from_utf8(echo.into_inner()).unwrap(),
+            "    Reading calc.py.\n    add() subtracts.\n\n    Fixing.\n    Done.\n"
+        );
+        let mut echo = IndentedEcho::new(Vec::new(), true);
+        echo.text("Hi");
+        echo.end();
+        assert_eq!(
+            String::from_utf8(echo.into_inner()).unwrap(),
+            "\x1b[2m    Hi\n\x1b[0m"
+        );
     }
 
     #[test]

@@ -184,6 +184,14 @@ impl Provider for OpenAi {
         body
     }
 
+    /// Usage comes in a last chunk only when asked for.
+    fn streamed(&self, body: &Value) -> Value {
+        let mut body = body.clone();
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        body
+    }
+
     fn parse(&self, body: &str) -> Result<Reply, ModelError> {
         let bad = |what: &str| ModelError::BadResponse(format!("openai: {what}"));
         let value: Value = serde_json::from_str(body).map_err(|e| bad(&e.to_string()))?;

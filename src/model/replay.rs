@@ -2,7 +2,7 @@
 //! requests part from the recorded ones. A regression test made from a real session.
 
 use super::http::Provider;
-use super::{Anthropic, Model, ModelError, OpenAi, Reply, Request};
+use super::{Anthropic, Model, ModelError, OpenAi, Reply, Request, TokenLimit};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::Path;
@@ -44,10 +44,16 @@ impl ReplayModel {
             }
         }
         let model = header["model"].as_str().unwrap_or("").to_string();
-        // Same max_tokens as recorded, so that unchanged requests compare equal.
-        let max_tokens = exchanges
-            .front()
-            .and_then(|(request, _)| request["max_tokens"].as_u64())
+        // Same token limit, in the same field, as recorded, so that unchanged requests
+        // compare equal.
+        let first = exchanges.front().map(|(request, _)| request);
+        let completion = first.is_some_and(|r| r.get("max_completion_tokens").is_some());
+        let max_tokens = first
+            .and_then(|r| {
+                r["max_tokens"]
+                    .as_u64()
+                    .or(r["max_completion_tokens"].as_u64())
+            })
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(8192);
         let provider: Box<dyn Provider> = match header["provider"].as_str() {
@@ -57,7 +63,15 @@ impl ReplayModel {
                 base_url: String::new(),
                 api_key: String::new(),
             }),
-            Some("openai") => Box::new(OpenAi::new(&model, max_tokens, "", None)),
+            Some("openai") => {
+                let mut openai = OpenAi::new(&model, max_tokens, "", None);
+                openai.token_limit = if completion {
+                    TokenLimit::MaxCompletionTokens
+                } else {
+                    TokenLimit::MaxTokens
+                };
+                Box::new(openai)
+            }
             other => return Err(bad(format!("unknown provider {other:?}"))),
         };
         Ok(ReplayModel {

@@ -2,7 +2,8 @@
 
 use super::http::{HttpModel, Provider, Recorder};
 use super::{
-    anthropic, openai, window, Anthropic, Model, OpenAi, ReplayModel, RetryPolicy, ScriptedModel,
+    anthropic, openai, window, Anthropic, IndentedEcho, Model, OpenAi, ReplayModel, RetryPolicy,
+    ScriptedModel,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,7 +53,13 @@ pub struct ModelOptions {
     pub record: Option<PathBuf>,
     /// The context window the user gave; when None, a local server is asked for it.
     pub context_window: Option<u64>,
+    /// Ask for replies as server-sent events and show their text on stderr as it arrives.
+    pub stream: bool,
 }
+
+/// The most output tokens Anthropic's SDKs allow a request that is not streamed: beyond it,
+/// a reply may outlast the API's ten minutes for a non-streaming call.
+pub const MAX_TOKENS_WITHOUT_STREAM: u32 = 21_333;
 
 /// The context window of an `openai:` model behind a server that is not OpenAI's: the user's,
 /// else the server's. None for every other model (their windows are published).
@@ -148,6 +155,17 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
             Ok(Box::new(ReplayModel::from_file(path)?))
         }
         ModelSpec::Anthropic(_) | ModelSpec::OpenAi(_) => {
+            if !options.stream
+                && matches!(spec, ModelSpec::Anthropic(_))
+                && options.max_tokens > MAX_TOKENS_WITHOUT_STREAM
+            {
+                return Err(format!(
+                    "--max-tokens {} needs a streamed reply: without streaming, Anthropic \
+                     allows at most {MAX_TOKENS_WITHOUT_STREAM}; drop --no-stream or lower \
+                     --max-tokens",
+                    options.max_tokens
+                ));
+            }
             let provider = provider_for(spec, options, &crate::secrets::var)?;
             let found = local_window(spec, options, &crate::secrets::var)?;
             let recorder =
@@ -167,6 +185,11 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
                     eprintln!("agent-git: warning: {warning}");
                 }
                 model.set_context_window(found);
+            }
+            if options.stream {
+                use std::io::IsTerminal;
+                let terminal = std::io::stderr().is_terminal();
+                model.stream_to(Box::new(IndentedEcho::new(std::io::stderr(), terminal)));
             }
             Ok(Box::new(model))
         }
@@ -214,6 +237,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             record: None,
             context_window: None,
+            stream: true,
         }
     }
 
