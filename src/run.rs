@@ -27,6 +27,8 @@ pub struct RunPlan {
     pub tests: TestPlan,
     pub budget: Budget,
     pub system: String,
+    /// What the first message holds besides the task and the first test result.
+    pub brief: crate::brief::Brief,
     pub keep_worktree: bool,
     pub transcript: Option<PathBuf>,
     /// Files of the run the tests must not read (the recording of the model's replies).
@@ -241,6 +243,7 @@ fn work(
         guard: &guard,
         verifier: &verifier,
         system: &plan.system,
+        brief: &plan.brief,
         budget: plan.budget,
         interrupt,
         progress,

@@ -145,6 +145,7 @@ pub struct Agent<'a> {
     pub guard: &'a crate::guard::Guard,
     pub verifier: &'a Verifier<'a>,
     pub system: &'a str,
+    pub brief: &'a crate::brief::Brief,
     pub budget: Budget,
     pub interrupt: &'a AtomicBool,
     /// Progress lines (one per tool call) go here; the CLI sends them to stderr.
@@ -196,10 +197,7 @@ impl Agent<'_> {
         if self.only_if_failing && initial.passed {
             return RunResult::before_the_model(Outcome::AlreadyPassing, initial);
         }
-        let first = format!(
-            "Task: {task}\n\nBefore any change, the harness ran the tests.\n{}",
-            describe_for_model(&initial)
-        );
+        let first = first_message(task, self.brief, &initial);
         let mut state = Loop {
             turns: 0,
             actions: Vec::new(),
@@ -489,6 +487,19 @@ impl Agent<'_> {
             outcome
         }
     }
+}
+
+/// The task, the repository's instructions, the first test result, then what the brief adds
+/// (the failing tests' context, a map of the repository).
+fn first_message(task: &str, brief: &crate::brief::Brief, initial: &TestResult) -> String {
+    let mut parts = vec![format!("Task: {task}")];
+    parts.extend(brief.instructions.as_ref().map(|i| i.section()));
+    parts.push(format!(
+        "Before any change, the harness ran the tests.\n{}",
+        describe_for_model(initial)
+    ));
+    parts.extend(brief.sections(initial));
+    parts.join("\n\n")
 }
 
 /// Identical calls with identical results in a row: a warning, then the end of the run.

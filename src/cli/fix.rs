@@ -2,12 +2,15 @@
 
 use super::CliError;
 use crate::agent::{Budget, SYSTEM_PROMPT};
+use crate::brief::{Brief, Instructions};
 use crate::guard::Protection;
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
 use crate::run::{execute, RunPlan};
 use crate::settings::{config_layers, merge, parse_dollars, Layer, Settings};
 use crate::testrun::{collected, detect, TestPlan};
-use crate::workspace::{check_branch_free, open_user_repo, read_blob, resolve_base, tree_files};
+use crate::workspace::{
+    base_reader, check_branch_free, open_user_repo, read_blob, resolve_base, tree_files,
+};
 use clap::Args;
 use std::hash::{BuildHasher, Hasher};
 use std::io::IsTerminal;
@@ -131,6 +134,12 @@ pub fn run(args: FixArgs) -> Result<u8, CliError> {
 pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliError> {
     if args.print_system_prompt {
         print!("{SYSTEM_PROMPT}");
+        if let Some(instructions) = instructions_at(&args) {
+            print!(
+                "\n[The first message of a run in this repository also holds:]\n\n{}\n",
+                instructions.section()
+            );
+        }
         return Ok(0);
     }
     let json = args.json;
@@ -222,6 +231,8 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     )
     .map_err(usage)?;
     let files = tree_files(&repo, base.id)?;
+    let (regular_files, base_read) = base_reader(&repo, base.id)?;
+    let brief = Brief::new(regular_files, base_read);
     let read =
         |p: &str| read_blob(&repo, base.id, p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let python = if files.iter().any(|p| p.ends_with(".py")) {
@@ -256,6 +267,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         tests,
         budget,
         system: SYSTEM_PROMPT.to_string(),
+        brief,
         keep_worktree: args.keep_worktree,
         private_files: [&args.record, &args.transcript]
             .into_iter()
@@ -271,6 +283,18 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         allow_write,
         max_file_size: settings.max_file_size,
     })
+}
+
+/// The instructions file of the repository the command names, at its base, if there is one.
+fn instructions_at(args: &FixArgs) -> Option<Instructions> {
+    let start = match &args.repo {
+        Some(path) => path.clone(),
+        None => std::env::current_dir().ok()?,
+    };
+    let repo = open_user_repo(&start).ok()?;
+    let base = resolve_base(&repo, &args.base).ok()?;
+    let (_, read) = base_reader(&repo, base.id).ok()?;
+    Instructions::find(&read)
 }
 
 fn open_configured_model(settings: &Settings, args: &FixArgs) -> Result<Box<dyn Model>, CliError> {

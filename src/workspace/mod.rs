@@ -10,8 +10,8 @@ mod setup;
 pub use cleanroom::{CleanRoom, RunDirs};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{
-    check_branch_free, open_user_repo, read_blob, resolve_base, sweep_abandoned_worktrees,
-    tree_files, BaseInfo, SetupError,
+    base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
+    sweep_abandoned_worktrees, tree_files, BaseInfo, SetupError,
 };
 
 use crate::guard::{changed_test_sections, Protection};

@@ -70,6 +70,36 @@ pub fn tree_files(repo: &Repository, commit: Oid) -> Result<Vec<String>, SetupEr
     Ok(paths)
 }
 
+/// The regular files of a commit and a reader of their text, for what the model is told first.
+/// The reader has a repository handle of its own and finds each blob by its id, without a
+/// tree walk per file.
+pub fn base_reader(
+    repo: &Repository,
+    commit: Oid,
+) -> Result<(Vec<String>, crate::brief::Reader), SetupError> {
+    let tree = repo.find_commit(commit)?.tree()?;
+    let mut blobs = std::collections::HashMap::new();
+    let mut paths = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        let regular = matches!(
+            entry.filemode(),
+            0o100644 | 0o100755 // not links, not submodules
+        );
+        if let (true, Ok(name)) = (regular, entry.name()) {
+            let path = format!("{dir}{name}");
+            blobs.insert(path.clone(), entry.id());
+            paths.push(path);
+        }
+        git2::TreeWalkResult::Ok
+    })?;
+    let own = Repository::open(repo.path())?;
+    let read = move |path: &str| {
+        let blob = own.find_blob(*blobs.get(path)?).ok()?;
+        Some(String::from_utf8_lossy(blob.content()).into_owned())
+    };
+    Ok((paths, Box::new(read)))
+}
+
 pub fn read_blob(repo: &Repository, commit: Oid, path: &str) -> Option<Vec<u8>> {
     let tree = repo.find_commit(commit).ok()?.tree().ok()?;
     let entry = tree.get_path(Path::new(path)).ok()?;
