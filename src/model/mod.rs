@@ -237,6 +237,13 @@ pub struct IndentedEcho<W: std::io::Write + Send> {
     open: bool,
 }
 
+impl<W: std::io::Write + Send + Default> IndentedEcho<W> {
+    pub fn into_inner(mut self) -> W {
+        self.end();
+        std::mem::take(&mut self.out)
+    }
+}
+
 impl<W: std::io::Write + Send> IndentedEcho<W> {
     pub fn new(out: W, terminal: bool) -> Self {
         IndentedEcho {
@@ -246,9 +253,12 @@ impl<W: std::io::Write + Send> IndentedEcho<W> {
             open: false,
         }
     }
+}
 
-    pub fn into_inner(self) -> W {
-        self.out
+/// A stream dropped midway (Ctrl-C) still leaves the terminal as it found it.
+impl<W: std::io::Write + Send> Drop for IndentedEcho<W> {
+    fn drop(&mut self) {
+        self.end();
     }
 }
 

@@ -244,10 +244,11 @@ impl Provider for OpenAi {
             .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
         let stop_reason = match choice["finish_reason"].as_str() {
             _ if refusal.is_some() => StopReason::Refusal,
+            // Cut off at the token limit: its tool calls may be cut too, and must not run.
+            Some("length") => StopReason::MaxTokens,
             Some("tool_calls" | "function_call") => StopReason::ToolUse,
             _ if has_calls => StopReason::ToolUse,
             Some("stop") => StopReason::EndTurn,
-            Some("length") => StopReason::MaxTokens,
             Some("content_filter") => StopReason::Refusal,
             _ => StopReason::Unknown,
         };
@@ -475,6 +476,15 @@ mod tests {
         assert_eq!(reply("length"), StopReason::MaxTokens);
         assert_eq!(reply("content_filter"), StopReason::Refusal);
         assert_eq!(reply("weird"), StopReason::Unknown);
+        let cut = json!({"choices": [{"message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "c", "type": "function",
+                "function": {"name": "write_file", "arguments": "{\"path\": \"a.py\", \"content\": \"def"}}]},
+            "finish_reason": "length"}]});
+        assert_eq!(
+            provider().parse(&cut.to_string()).unwrap().stop_reason,
+            StopReason::MaxTokens,
+            "a tool call cut off at the limit"
+        );
         let not_replies = [
             ("{}", "openai: no choices in the response"),
             (r#"{"choices": []}"#, "openai: no choices in the response"),
