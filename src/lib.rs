@@ -1,6 +1,7 @@
 //! agent-git: a git-native coding agent. The binary is a thin shell over this library.
 
 pub mod agent;
+pub mod brief;
 pub mod cli;
 pub mod files;
 pub mod guard;

@@ -1,0 +1,5 @@
+//! What the model is told first: the failing tests' context and a map of the repository.
+//! Pure: files come in as paths and a reader, text goes out.
+
+mod lang;
+mod outline;
