@@ -69,6 +69,11 @@ pub(crate) fn text<'a>(node: Node, src: &'a str) -> &'a str {
     src.get(node.byte_range()).unwrap_or("")
 }
 
+/// The text of a node's field, e.g. the `name` of a function.
+pub(crate) fn field<'a>(node: Node, name: &str, src: &'a str) -> Option<&'a str> {
+    node.child_by_field_name(name).map(|n| text(n, src))
+}
+
 /// The 1-based line a node starts on.
 pub(crate) fn line_of(node: Node) -> usize {
     node.start_position().row + 1
@@ -78,6 +83,25 @@ pub(crate) fn line_of(node: Node) -> usize {
 pub(crate) fn named_children(node: Node) -> Vec<Node> {
     let mut cursor = node.walk();
     node.named_children(&mut cursor).collect()
+}
+
+/// The first node, in document order, for which `wanted` holds.
+pub(crate) fn find_first<'t>(root: Node<'t>, wanted: &dyn Fn(Node) -> bool) -> Option<Node<'t>> {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if wanted(node) {
+            return Some(node);
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return None;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
