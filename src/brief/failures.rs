@@ -52,7 +52,7 @@ pub fn failing_context(
 }
 
 /// The details of the failures and the tail of the output: where tracebacks are printed.
-fn output_of(result: &TestResult) -> String {
+pub(crate) fn output_of(result: &TestResult) -> String {
     let mut text = String::new();
     for detail in result.failing.iter().filter_map(|f| f.detail.as_deref()) {
         text.push_str(detail);

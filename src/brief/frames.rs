@@ -52,8 +52,9 @@ impl<'a> RepoFiles<'a> {
         }
     }
 
-    pub(crate) fn contains(&self, path: &str) -> bool {
-        self.all.contains(path)
+    /// The tracked path equal to `path`.
+    pub(crate) fn get(&self, path: &str) -> Option<&'a str> {
+        self.all.get(path).copied()
     }
 
     /// Tracked files that are `tail` or end with `/tail`, shortest first.
@@ -63,7 +64,7 @@ impl<'a> RepoFiles<'a> {
             .get(file_name(tail))
             .into_iter()
             .flatten()
-            .filter(|f| f.len() == tail.len() || f.ends_with(&format!("/{tail}")))
+            .filter(|f| **f == tail || f.ends_with(&format!("/{tail}")))
             .copied()
             .collect();
         found.sort_by_key(|f| (f.len(), *f));

@@ -3,8 +3,13 @@
 
 mod failures;
 mod frames;
+mod imports;
 mod lang;
 mod locate;
+mod map;
 mod outline;
+mod rank;
 
 pub use failures::failing_context;
+pub use map::repo_map;
+pub use rank::Focus;
