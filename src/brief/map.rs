@@ -9,7 +9,7 @@
 //! ```
 
 use super::outline::{outline, Def};
-use super::rank::{rank, Candidate, Focus};
+use super::rank::{Candidate, Focus, Ranking};
 
 /// Bytes per token: the usual estimate for code and English.
 const BYTES_PER_TOKEN: usize = 4;
@@ -25,23 +25,28 @@ pub fn repo_map(
     if max_tokens == 0 {
         return String::new();
     }
-    let ranked = rank(files, read, focus);
-    assemble(ranked, read, max_tokens.saturating_mul(BYTES_PER_TOKEN))
+    let budget = max_tokens.saturating_mul(BYTES_PER_TOKEN);
+    let mut ranking = Ranking::new(files, read, focus);
+    let total = ranking.len();
+    let focused = ranking.focused();
+    // The rest is ranked only if the map gets past the focused files.
+    let rest = std::iter::once_with(|| ranking.rest(&focus.names, read)).flatten();
+    assemble(focused.into_iter().chain(rest), total, read, budget)
 }
 
 /// Whole files in rank order while they fit, then a line saying how many were left out.
 /// Files are read and parsed only as they are reached.
-fn assemble(
-    ranked: Vec<Candidate>,
+fn assemble<'f>(
+    ranked: impl Iterator<Item = Candidate<'f>>,
+    total: usize,
     read: &dyn Fn(&str) -> Option<String>,
     budget: usize,
 ) -> String {
-    let total = ranked.len();
     // Room is kept for the last line at its longest.
     let room = budget.saturating_sub(left_out(total).len());
     let mut map = String::new();
     let mut reached = total;
-    for (i, candidate) in ranked.into_iter().enumerate() {
+    for (i, candidate) in ranked.enumerate() {
         let Some(text) = candidate.text.or_else(|| read(candidate.path)) else {
             continue;
         };

@@ -50,8 +50,20 @@ impl Outline<'_> {
             Some(body) if body.kind() != "ordered_field_declaration_list" => body.start_byte(),
             _ => first_line_end(self.src, start, node.end_byte()),
         };
-        let line = self.src[..start.min(self.src.len())].matches('\n').count() + 1;
+        let line = self.line_at(node, start);
         self.push_text(line, depth, self.src.get(start..end).unwrap_or(""));
+    }
+
+    /// The line of byte `start`, counted from the node's own line: `start` is near it.
+    fn line_at(&self, node: Node, start: usize) -> usize {
+        let from = node.start_byte();
+        let newlines =
+            |a: usize, b: usize| self.src.get(a..b).map_or(0, |t| t.matches('\n').count());
+        if start >= from {
+            line_of(node) + newlines(from, start)
+        } else {
+            line_of(node).saturating_sub(newlines(start, from))
+        }
     }
 
     fn push_text(&mut self, line: usize, depth: usize, raw: &str) {

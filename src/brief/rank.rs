@@ -107,53 +107,107 @@ pub(crate) struct Candidate<'f> {
 /// Rank key: tier first (0 traced, 1 imported, 2 defines names, 3 rest, 4 tests), then order.
 type Key = (u8, i64, usize);
 
-/// Every source file the map may show, best first.
-pub(crate) fn rank<'f>(
-    files: &'f [String],
-    read: &dyn Fn(&str) -> Option<String>,
-    focus: &Focus,
-) -> Vec<Candidate<'f>> {
-    let sources: Vec<(&str, Lang)> = files
-        .iter()
-        .filter(|f| !vendored(f))
-        .filter_map(|f| Some((f.as_str(), Lang::of(f)?)))
-        .collect();
-    let known: HashSet<&str> = sources.iter().map(|(f, _)| *f).collect();
-    let pick = |f: &String| known.get(f.as_str()).copied();
-    let traced: Vec<&str> = focus.traced.iter().filter_map(pick).collect();
-    let tests: Vec<&str> = focus.tests.iter().filter_map(pick).collect();
-    let mut texts: HashMap<&str, String> = HashMap::new();
-    let mut keys: HashMap<&str, Key> = HashMap::new();
-    for (i, file) in traced.iter().enumerate() {
-        keys.entry(file).or_insert((0, i as i64, 0));
+/// The source files of a map in rank order, in two parts: the files the failure is about,
+/// found by reading a few files; then the rest, whose ranking reads every other file and is
+/// only worth it when the map gets that far.
+pub(crate) struct Ranking<'f> {
+    sources: Vec<(&'f str, Lang)>,
+    keys: HashMap<&'f str, Key>,
+    texts: HashMap<&'f str, String>,
+    /// The failing tests' files, then the traced ones: the test files shown first.
+    late: Vec<&'f str>,
+}
+
+impl<'f> Ranking<'f> {
+    /// Ranks the traced files and what they and the failing tests import.
+    pub(crate) fn new(
+        files: &'f [String],
+        read: &dyn Fn(&str) -> Option<String>,
+        focus: &Focus,
+    ) -> Self {
+        let sources: Vec<(&str, Lang)> = files
+            .iter()
+            .filter(|f| !vendored(f))
+            .filter_map(|f| Some((f.as_str(), Lang::of(f)?)))
+            .collect();
+        let known: HashSet<&str> = sources.iter().map(|(f, _)| *f).collect();
+        let pick = |f: &String| known.get(f.as_str()).copied();
+        let traced: Vec<&str> = focus.traced.iter().filter_map(pick).collect();
+        let tests: Vec<&str> = focus.tests.iter().filter_map(pick).collect();
+        let mut texts: HashMap<&str, String> = HashMap::new();
+        let mut keys: HashMap<&str, Key> = HashMap::new();
+        let importers: Vec<&str> = traced.iter().chain(&tests).copied().collect();
+        let imported = imports_of(&importers, files, &sources, read, &mut texts);
+        let focused = traced
+            .iter()
+            .map(|f| (0, f))
+            .chain(imported.iter().map(|f| (1, f)));
+        for (i, (tier, file)) in focused.enumerate() {
+            if !is_test_path(file) {
+                keys.entry(file).or_insert((tier, i as i64, 0));
+            }
+        }
+        Ranking {
+            late: tests.iter().chain(&traced).copied().collect(),
+            sources,
+            keys,
+            texts,
+        }
     }
-    let importers: Vec<&str> = traced.iter().chain(&tests).copied().collect();
-    let imported = imports_of(&importers, files, &sources, read, &mut texts);
-    for (i, file) in imported.into_iter().enumerate() {
-        keys.entry(file).or_insert((1, i as i64, 0));
+
+    /// How many files the map may show.
+    pub(crate) fn len(&self) -> usize {
+        self.sources.len()
     }
-    let unranked: Vec<&str> = sources
-        .iter()
-        .map(|(f, _)| *f)
-        .filter(|f| !keys.contains_key(f) && !is_test_path(f))
-        .collect();
-    for (file, count) in defining(&unranked, &focus.names, read, &mut texts) {
-        keys.insert(file, (2, -(count as i64), 0));
+
+    /// The files the failure is about, best first.
+    pub(crate) fn focused(&mut self) -> Vec<Candidate<'f>> {
+        let mut focused: Vec<(Key, &str, Lang)> = self
+            .sources
+            .iter()
+            .filter_map(|&(f, lang)| Some((*self.keys.get(f)?, f, lang)))
+            .collect();
+        focused.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        self.candidates(focused)
     }
-    let late: Vec<&str> = tests.iter().chain(&traced).copied().collect();
-    let mut ranked: Vec<(Key, &str, Lang)> = sources
-        .iter()
-        .map(|&(file, lang)| (key(file, &keys, &late), file, lang))
-        .collect();
-    ranked.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    ranked
-        .into_iter()
-        .map(|(_, path, lang)| Candidate {
-            path,
-            lang,
-            text: texts.remove(path),
-        })
-        .collect()
+
+    /// Every other file, best first: files defining `names` before the rest, tests last.
+    pub(crate) fn rest(
+        mut self,
+        names: &[String],
+        read: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<Candidate<'f>> {
+        let unranked: Vec<&str> = self
+            .sources
+            .iter()
+            .map(|(f, _)| *f)
+            .filter(|f| !self.keys.contains_key(f) && !is_test_path(f))
+            .collect();
+        let found = defining(&unranked, names, read, &mut self.texts);
+        let mut tiers: HashMap<&str, Key> = HashMap::new();
+        for (file, count) in found {
+            tiers.insert(file, (2, -(count as i64), 0));
+        }
+        let mut rest: Vec<(Key, &str, Lang)> = self
+            .sources
+            .iter()
+            .filter(|(f, _)| !self.keys.contains_key(f))
+            .map(|&(f, lang)| (key(f, &tiers, &self.late), f, lang))
+            .collect();
+        rest.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        self.candidates(rest)
+    }
+
+    fn candidates(&mut self, ranked: Vec<(Key, &'f str, Lang)>) -> Vec<Candidate<'f>> {
+        ranked
+            .into_iter()
+            .map(|(_, path, lang)| Candidate {
+                path,
+                lang,
+                text: self.texts.remove(path),
+            })
+            .collect()
+    }
 }
 
 /// A file's key: test files go last (the failing ones first), the rest by depth then path.
