@@ -129,6 +129,7 @@ pub(crate) fn locate(
         repo,
         files,
         reader,
+        prefer: Vec::new(),
     };
     match TestName::parse(name) {
         TestName::Pytest { file, class, func } => {
@@ -139,6 +140,7 @@ pub(crate) fn locate(
         TestName::Path(segments) => {
             let (func, modules) = segments.split_last()?;
             let scope = modules.last().map(String::as_str);
+            finder.prefer = modules.iter().map(String::as_str).collect();
             finder.search(&|l| l == Lang::Rust, &format!("fn {func}("), &|f, s| {
                 s.def_in(f, func, scope)
             })
@@ -157,6 +159,8 @@ struct Finder<'f, 'r> {
     repo: &'f RepoFiles<'f>,
     files: &'f [String],
     reader: &'f mut Reader<'r>,
+    /// Folder or file names a search tries first: `calc` of `calc::tests::adds`.
+    prefer: Vec<&'f str>,
 }
 
 impl Finder<'_, '_> {
@@ -205,7 +209,8 @@ impl Finder<'_, '_> {
         })
     }
 
-    /// The first file of `lang` containing `needle` (test files first) where `find` succeeds.
+    /// The first file of `lang` containing `needle` where `find` succeeds; files named as
+    /// preferred first, then test files.
     fn search(
         &mut self,
         lang: &dyn Fn(Lang) -> bool,
@@ -218,7 +223,11 @@ impl Finder<'_, '_> {
             .map(String::as_str)
             .filter(|f| Lang::of(f).is_some_and(lang))
             .collect();
-        candidates.sort_by_key(|f| !is_test_path(f));
+        let preferred = |f: &str| {
+            let stem = f.rsplit_once('.').map_or(f, |(stem, _)| stem);
+            stem.split('/').any(|part| self.prefer.contains(&part))
+        };
+        candidates.sort_by_key(|f| (!preferred(f), !is_test_path(f)));
         for file in candidates {
             if self
                 .reader
@@ -409,5 +418,23 @@ mod tests {
         ] {
             assert!(!is_test_path(path), "{path}");
         }
+    }
+
+    #[test]
+    fn a_cargo_test_is_looked_for_first_in_the_module_its_path_names() {
+        let files: Vec<String> = ["src/a_money.rs", "src/calc.rs"].map(String::from).to_vec();
+        let text = "pub fn f() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {}\n}\n";
+        let read = |_: &str| Some(text.to_string());
+        let repo = RepoFiles::new(&files);
+        let mut reader = Reader::new(&read);
+        let found = locate("calc::tests::adds", &repo, &files, &mut reader);
+        assert_eq!(
+            found,
+            Some(Located {
+                file: "src/calc.rs".into(),
+                start: 5,
+                end: 6
+            })
+        );
     }
 }
