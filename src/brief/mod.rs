@@ -1,35 +1,84 @@
 //! What the model is told first, besides the task and the first test result: the
-//! repository's instructions for agents (and, as it comes, the failing tests' context and a
-//! map of the repository). Pure: files come in through a reader of the base commit.
+//! repository's instructions for agents, the failing tests' context, and a map of the
+//! repository ranked by what the failure is about. Pure: files come in as paths and a reader
+//! of the base commit, text goes out.
 
+mod failures;
+mod frames;
+mod imports;
 mod instructions;
+mod lang;
+mod locate;
+mod map;
+mod outline;
+mod rank;
 
+pub use failures::failing_context;
 pub use instructions::{Instructions, INSTRUCTION_FILES, MAX_INSTRUCTION_BYTES};
+pub use map::repo_map;
+pub use rank::Focus;
 
 use crate::testrun::TestResult;
 
 /// Reads a file of the base commit as text.
 pub type Reader = Box<dyn Fn(&str) -> Option<String>>;
 
+/// The map's default budget in tokens.
+pub const DEFAULT_MAP_TOKENS: usize = 2_000;
+/// The most the failing tests' context may take, in bytes.
+const MAX_FAILURE_CONTEXT_BYTES: usize = 8_000;
+/// The brief's parts may each take at most this share of a small context window.
+const WINDOW_SHARE: u64 = 16;
+
 /// The base commit's files, and what to make of them for the first message.
 pub struct Brief {
     pub instructions: Option<Instructions>,
-    /// The tracked paths of the base commit.
+    /// The regular files of the base commit.
     pub files: Vec<String>,
     pub read: Reader,
+    /// The map's budget in tokens; 0 leaves the map out.
+    pub map_tokens: usize,
+    pub failure_bytes: usize,
 }
 
 impl Brief {
-    pub fn new(files: Vec<String>, read: Reader) -> Self {
+    /// `map_tokens` is the map's budget; a small context window lowers it, and the room
+    /// for the failing tests, to a sixteenth of the window each.
+    pub fn new(files: Vec<String>, read: Reader, map_tokens: usize, window: Option<u64>) -> Self {
+        let share = window.map_or(usize::MAX, |w| usize::try_from(w / WINDOW_SHARE).unwrap_or(usize::MAX));
         Brief {
             instructions: Instructions::find(&read),
             files,
             read,
+            map_tokens: map_tokens.min(share),
+            failure_bytes: MAX_FAILURE_CONTEXT_BYTES.min(share.saturating_mul(4)),
         }
     }
 
-    /// The sections of the first message that follow the first test result.
-    pub fn sections(&self, _initial: &TestResult) -> Vec<String> {
-        Vec::new()
+    /// The sections of the first message that follow the first test result: the failing
+    /// tests' source and traceback lines, then the map.
+    pub fn sections(&self, initial: &TestResult) -> Vec<String> {
+        let mut sections = Vec::new();
+        if !initial.passed {
+            let context =
+                failing_context(initial, &self.files, &self.read, self.failure_bytes);
+            if !context.is_empty() {
+                sections.push(format!(
+                    "The failing tests, and the repository lines their tracebacks pass \
+                     through:\n\n{context}"
+                ));
+            }
+        }
+        if self.map_tokens > 0 {
+            let focus = Focus::from_result(initial, &self.files);
+            let map = repo_map(&self.files, &self.read, &focus, self.map_tokens);
+            if !map.is_empty() {
+                sections.push(format!(
+                    "A map of the repository's source files and their definitions (line \
+                     numbers first), the files nearest the failure first:\n\n{map}"
+                ));
+            }
+        }
+        sections
     }
 }

@@ -2,7 +2,7 @@
 
 use super::CliError;
 use crate::agent::{Budget, SYSTEM_PROMPT};
-use crate::brief::{Brief, Instructions};
+use crate::brief::{Brief, Instructions, DEFAULT_MAP_TOKENS};
 use crate::guard::Protection;
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
 use crate::run::{execute, RunPlan};
@@ -93,6 +93,10 @@ pub struct FixArgs {
     /// arrives; without streaming, Anthropic allows --max-tokens up to 21333.
     #[arg(long)]
     pub no_stream: bool,
+    /// The size in tokens of the repository map in the first message: source files and their
+    /// definitions, the files nearest the failing tests first. 0 leaves it out.
+    #[arg(long, value_name = "TOKENS", default_value_t = DEFAULT_MAP_TOKENS)]
+    pub map_tokens: usize,
     /// Print the system prompt the model is given, and exit.
     #[arg(long)]
     pub print_system_prompt: bool,
@@ -232,7 +236,12 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     .map_err(usage)?;
     let files = tree_files(&repo, base.id)?;
     let (regular_files, base_read) = base_reader(&repo, base.id)?;
-    let brief = Brief::new(regular_files, base_read);
+    let brief = Brief::new(
+        regular_files,
+        base_read,
+        args.map_tokens,
+        budget.context_window,
+    );
     let read =
         |p: &str| read_blob(&repo, base.id, p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let python = if files.iter().any(|p| p.ends_with(".py")) {
