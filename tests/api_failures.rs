@@ -52,7 +52,7 @@ fn local_fix(env: &TestEnv, repo: &std::path::Path, server: &str, args: &[&str])
     cmd
 }
 
-fn chat(message: Value, finish: &str, prompt_tokens: u64) -> ResponseTemplate {
+fn chat_reply(message: Value, finish: &str, prompt_tokens: u64) -> ResponseTemplate {
     ok(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
         "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
@@ -132,20 +132,20 @@ async fn a_turn_that_would_overflow_the_window_is_shrunk_before_it_is_sent() {
     // One turn reads the big file twice: 25 KB of results for a 4096-token window. The last
     // reply's usage alone (1,500 tokens) would not show it.
     let replies = vec![
-        chat(
+        chat_reply(
             json!({"role": "assistant", "content": null, "tool_calls": [
                 call("call_1", "read_file", json!({"path": "data.txt"})),
                 call("call_2", "read_file", json!({"path": "data.txt", "start_line": 2}))]}),
             "tool_calls",
             1500,
         ),
-        chat(
+        chat_reply(
             json!({"role": "assistant", "content": "add() subtracts.", "tool_calls": [
                 call("call_3", "edit_file", fix_input())]}),
             "tool_calls",
             2500,
         ),
-        chat(
+        chat_reply(
             json!({"role": "assistant", "content": "Fixed."}),
             "stop",
             2600,
@@ -192,13 +192,13 @@ async fn reasoning_models_empty_replies_and_bodies_that_are_not_replies() {
         // A 200 whose body is no reply is retried like a 5xx, never taken as an ended turn.
         ok(json!({})),
         // An empty end of turn: the harness runs the tests and answers.
-        chat(json!({"role": "assistant", "content": ""}), "stop", 900),
-        chat(
+        chat_reply(json!({"role": "assistant", "content": ""}), "stop", 900),
+        chat_reply(
             json!({"role": "assistant", "content": null, "tool_calls": [call("call_fix", "edit_file", fix_input())]}),
             "tool_calls",
             1000,
         ),
-        chat(
+        chat_reply(
             json!({"role": "assistant", "content": "Fixed add()."}),
             "stop",
             1100,
@@ -351,7 +351,7 @@ async fn errors_quote_the_server_and_say_what_to_check() {
         "{report}"
     );
 
-    let slow = chat(json!({"role": "assistant", "content": "x"}), "stop", 1)
+    let slow = chat_reply(json!({"role": "assistant", "content": "x"}), "stop", 1)
         .set_delay(std::time::Duration::from_secs(20));
     let server = fake_api("/v1/chat/completions", vec![slow]).await;
     let mut cmd = local_fix(
@@ -377,14 +377,15 @@ async fn a_local_server_is_asked_for_its_context_window_or_the_user_is() {
     let repo = env.calc_repo();
     let server = fake_api(
         "/v1/chat/completions",
-        vec![chat(
+        vec![chat_reply(
             json!({"role": "assistant", "content": "Done."}),
             "stop",
             10,
         )],
     )
     .await;
-    // Ollama: its model list names no window; /api/show has the model's, but not num_ctx.
+    // Ollama: its model list names no window, and /api/show only the model's own, which is
+    // not the window Ollama runs it with: the user is asked, nothing starts.
     Mock::given(method("GET"))
         .and(path("/v1/models"))
         .respond_with(ok(json!({"object": "list", "data": [
@@ -400,37 +401,69 @@ async fn a_local_server_is_asked_for_its_context_window_or_the_user_is() {
         ))
         .mount(&server)
         .await;
-    let cmd = local_fix(
-        &env,
-        &repo,
-        &server.uri(),
-        &[
-            "--model",
-            "openai:llama3.1:8b",
-            "--max-turns",
-            "1",
-            "--branch",
-            "agent/ollama",
-        ],
-    );
-    let out = run(cmd).await;
-    assert_eq!(code(&out), 1, "{}", stderr(&out));
-    let warning = "Ollama silently cuts prompts longer than its num_ctx";
-    assert!(stderr(&out).contains(warning), "{}", stderr(&out));
-    let report = env.message(&repo, "agent/ollama");
+    let ollama = |branch: &str| {
+        local_fix(
+            &env,
+            &repo,
+            &server.uri(),
+            &[
+                "--model",
+                "openai:llama3.1:8b",
+                "--max-turns",
+                "1",
+                "--branch",
+                branch,
+            ],
+        )
+    };
+    let out = run(ollama("agent/unloaded")).await;
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(
-        report.contains(
-            "context window: 131072 tokens, from Ollama's /api/show (the model's context_length)"
+        stderr(&out).contains(
+            "Ollama does not say the window it runs `llama3.1:8b` with (Ollama silently cuts \
+             prompts longer than the window it runs a model with"
         ),
-        "{report}"
+        "{}",
+        stderr(&out)
     );
-    assert!(report.contains(warning), "{report}");
+    assert!(
+        stderr(&out).contains("pass --context-window TOKENS"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(env.git(&repo, &["branch", "--list", "agent/unloaded"]), "");
     assert_eq!(
         bodies(&server, "/api/show").await,
         vec![json!({"model": "llama3.1:8b"})]
     );
 
-    // A server that says nothing: the user must, and nothing is started.
+    // Loaded, the model shows the window it runs with; a small one lowers max_tokens.
+    Mock::given(method("GET"))
+        .and(path("/api/ps"))
+        .respond_with(ok(
+            json!({"models": [{"name": "llama3.1:8b", "model": "llama3.1:8b",
+            "size": 6_654_289_920u64, "context_length": 16384}]}),
+        ))
+        .mount(&server)
+        .await;
+    let out = run(ollama("agent/ollama")).await;
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let warning = "Ollama silently cuts prompts longer than the window it runs a model with; \
+                   agent-git keeps the conversation under 16384";
+    assert!(stderr(&out).contains(warning), "{}", stderr(&out));
+    let report = env.message(&repo, "agent/ollama");
+    for note in [
+        "context window: 16384 tokens, from Ollama's /api/ps (the loaded model's context_length)",
+        warning,
+        "max_tokens lowered from 8192 to 4096, a quarter of the 16384-token context window",
+    ] {
+        assert!(report.contains(note), "{note}\n{report}");
+    }
+    let chat = bodies(&server, "/v1/chat/completions").await;
+    assert_eq!(chat[0]["max_tokens"], 4096);
+
+    // A server that says nothing: the user must, and nothing is started; unless the model is
+    // one whose window is published (a gateway in front of OpenAI's models).
     let mute = MockServer::start().await;
     let out = run(local_fix(
         &env,
@@ -443,12 +476,39 @@ async fn a_local_server_is_asked_for_its_context_window_or_the_user_is() {
     assert!(
         stderr(&out).contains(
             "the server at OPENAI_BASE_URL did not say the context window of `llama3.1:8b` \
-             (asked /v1/models, /props and /api/show); pass --context-window TOKENS"
+             (asked /v1/models, /props, /api/ps and /api/show); pass --context-window TOKENS"
         ),
         "{}",
         stderr(&out)
     );
     assert_eq!(env.git(&repo, &["branch", "--list", "agent/mute"]), "");
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(chat_reply(
+            json!({"role": "assistant", "content": "Done."}),
+            "stop",
+            10,
+        ))
+        .mount(&mute)
+        .await;
+    let out = run(local_fix(
+        &env,
+        &repo,
+        &mute.uri(),
+        &[
+            "--model",
+            "openai:gpt-4o-mini",
+            "--max-turns",
+            "1",
+            "--branch",
+            "agent/gateway",
+        ],
+    ))
+    .await;
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert!(env.message(&repo, "agent/gateway").contains(
+        "context window: 128000 tokens, from the published window of gpt-4o-mini (the server did not say)"
+    ));
 
     // OpenAI's own API without a key: refused at once.
     let out = env.agent(

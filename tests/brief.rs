@@ -108,7 +108,11 @@ fn map_of(first: &str) -> String {
     let start = first
         .find("A map of the repository's source files")
         .unwrap_or_else(|| panic!("no map in the first message:\n{first}"));
-    first[start..].lines().skip(2).collect::<Vec<_>>().join("\n")
+    first[start..]
+        .lines()
+        .skip(2)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]

@@ -340,3 +340,70 @@ fn without_streaming_anthropic_replies_are_limited_in_length() {
         stderr(&out)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamed_tool_call_cut_at_max_tokens_does_not_run_and_the_run_goes_on() {
+    let partial = "{\"path\": \"calc.py\", \"content\": \"def add(a, b):\\n    return a";
+    let mut cut = event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_cut", "type": "message",
+            "role": "assistant", "model": "claude-sonnet-4-5", "content": [], "stop_reason": null,
+            "stop_sequence": null, "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+    );
+    cut.push_str(&event(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": 0, "content_block":
+            {"type": "tool_use", "id": "toolu_cut", "name": "write_file", "input": {}}}),
+    ));
+    cut.push_str(&event(
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "input_json_delta", "partial_json": partial}}),
+    ));
+    cut.push_str(&event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    cut.push_str(&event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens", "stop_sequence": null},
+               "usage": {"output_tokens": 8192}}),
+    ));
+    cut.push_str(&event("message_stop", json!({"type": "message_stop"})));
+    let mut replies = vec![sse(cut)];
+    replies.extend(anthropic_replies().iter().map(|m| sse(anthropic_events(m))));
+    let server = fake_api("/v1/messages", replies).await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let cmd = claude_fix(
+        &env,
+        &repo,
+        &server,
+        "anthropic:claude-sonnet-4-5",
+        "agent/cut-call",
+        &[],
+    );
+    let out = run(cmd).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(env.show(&repo, "agent/cut-call:calc.py"), CALC_FIXED);
+
+    let second: Value =
+        serde_json::from_slice(&server.received_requests().await.unwrap()[1].body).unwrap();
+    // The API refuses a tool call whose input is not an object: the cut one goes back as {}.
+    assert_eq!(
+        second["messages"][1]["content"][0],
+        json!({"type": "tool_use", "id": "toolu_cut", "name": "write_file", "input": {}})
+    );
+    let result = &second["messages"][2]["content"][0];
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("not run: your reply was cut off at the token limit"),
+        "{result}"
+    );
+    assert!(env
+        .message(&repo, "agent/cut-call")
+        .contains("reply cut off (max_tokens) -> its tool calls did not run"));
+}

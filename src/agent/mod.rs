@@ -261,7 +261,8 @@ impl Agent<'_> {
                     if self.shrink(state) == 0 {
                         return Outcome::ModelError(format!(
                             "the conversation no longer fits the model's context window \
-                             ({message})"
+                             ({message}); if the reply's --max-tokens is much of the window, \
+                             lower it"
                         ));
                     }
                     continue;
@@ -317,6 +318,11 @@ impl Agent<'_> {
                 _ => None,
             })
             .collect();
+        if reply.stop_reason == StopReason::Refusal {
+            // A refused turn may hold calls it was writing: none of them runs.
+            self.record(state, "model refused", "run stopped");
+            return Ok(Some(Outcome::Refused(reply.text())));
+        }
         if !calls.is_empty() && reply.stop_reason == StopReason::MaxTokens {
             // A call written when the reply was cut off may be cut too (a file's content half
             // written): none of them runs, each is answered so, and the model asked again.
@@ -364,10 +370,6 @@ impl Agent<'_> {
             StopReason::PauseTurn => {
                 self.record(state, "turn paused (pause_turn)", "continued");
                 return Ok(None);
-            }
-            StopReason::Refusal => {
-                self.record(state, "model refused", "run stopped");
-                return Ok(Some(Outcome::Refused(reply.text())));
             }
             _ => {}
         }
@@ -452,7 +454,9 @@ impl Agent<'_> {
         // What the conversation holds now is unknown to the API: estimate it from its size.
         state.context_used = 0;
         state.sent_bytes = 0;
-        self.record(state, "context nearly full", &format!("{removed} {what}"));
+        if removed > 0 {
+            self.record(state, "context nearly full", &format!("{removed} {what}"));
+        }
         removed
     }
 
@@ -513,7 +517,13 @@ in smaller steps.";
 /// what was added since, a byte count (about 3 bytes a token for code, so rather too many).
 fn estimate(state: &Loop) -> u64 {
     let now = conversation_bytes(&state.messages);
-    let added = now.saturating_sub(state.sent_bytes) as u64;
+    // A server that counts nothing (no usage in its replies) leaves the bytes to say it all.
+    let counted = if state.context_used == 0 {
+        0
+    } else {
+        state.sent_bytes
+    };
+    let added = now.saturating_sub(counted) as u64;
     state.context_used + added / 3
 }
 

@@ -45,7 +45,9 @@ impl Brief {
     /// `map_tokens` is the map's budget; a small context window lowers it, and the room
     /// for the failing tests, to a sixteenth of the window each.
     pub fn new(files: Vec<String>, read: Reader, map_tokens: usize, window: Option<u64>) -> Self {
-        let share = window.map_or(usize::MAX, |w| usize::try_from(w / WINDOW_SHARE).unwrap_or(usize::MAX));
+        let share = window.map_or(usize::MAX, |w| {
+            usize::try_from(w / WINDOW_SHARE).unwrap_or(usize::MAX)
+        });
         Brief {
             instructions: Instructions::find(&read),
             files,
@@ -60,8 +62,7 @@ impl Brief {
     pub fn sections(&self, initial: &TestResult) -> Vec<String> {
         let mut sections = Vec::new();
         if !initial.passed {
-            let context =
-                failing_context(initial, &self.files, &self.read, self.failure_bytes);
+            let context = failing_context(initial, &self.files, &self.read, self.failure_bytes);
             if !context.is_empty() {
                 sections.push(format!(
                     "The failing tests, and the repository lines their tracebacks pass \

@@ -448,15 +448,7 @@ fn budget(
 
 /// Published context windows, by model name; unknown models get a cautious 128k.
 fn context_window_of(model: &str) -> u64 {
-    if model.starts_with("claude-") {
-        200_000
-    } else if model.starts_with("gpt-4.1") {
-        1_000_000
-    } else if model.starts_with("gpt-5") {
-        400_000
-    } else {
-        128_000
-    }
+    crate::model::published_window(model).unwrap_or(128_000)
 }
 
 /// Eight hex digits, different for every run (std's hasher keys are random per process).

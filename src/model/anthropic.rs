@@ -33,13 +33,20 @@ fn with_cache_control(mut block: Value) -> Value {
     block
 }
 
-/// The API refuses empty text blocks and empty messages; a reply can hold either.
+/// The API refuses empty text blocks and empty messages; a reply can hold either. It also
+/// refuses a tool call whose input is not an object, which a reply cut off inside the call
+/// leaves (kept as the raw text): that goes back as `{}`, answered as not run.
 fn wire_content(message: &Message) -> Vec<Value> {
     let blocks: Vec<Value> = message
         .content
         .iter()
         .filter(|b| !matches!(b, ContentBlock::Text { text } if text.trim().is_empty()))
-        .map(|b| serde_json::to_value(b).unwrap_or(Value::Null))
+        .map(|b| match b {
+            ContentBlock::ToolUse { id, name, input } if !input.is_object() => {
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}})
+            }
+            other => serde_json::to_value(other).unwrap_or(Value::Null),
+        })
         .collect();
     if blocks.is_empty() {
         vec![json!({"type": "text", "text": "(no content)"})]
@@ -117,7 +124,7 @@ impl Provider for Anthropic {
     fn parse(&self, body: &str) -> Result<Reply, ModelError> {
         let bad = |what: String| ModelError::BadResponse(format!("anthropic: {what}"));
         let value: Value = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
-        if value["type"] == "error" || value.get("error").is_some() {
+        if value["type"] == "error" || !value["error"].is_null() {
             let error = super::errors::read_error_body(body);
             let said = [error.kind, error.message].into_iter().flatten();
             return Err(bad(format!(

@@ -88,24 +88,43 @@ pub fn context_overflow(status: u16, body: &str) -> Option<Option<u64>> {
         return None;
     }
     let error = read_error_body(body);
-    let kind = error.kind.as_deref().unwrap_or("");
     let message = error.message.as_deref().unwrap_or("").to_ascii_lowercase();
-    let overflow = matches!(
-        kind,
-        "context_length_exceeded" | "exceed_context_size_error" | "request_too_large"
-    ) || message.contains("prompt is too long")
-        || message.contains("maximum context length")
-        || message.contains("exceeds the available context size")
-        || message.contains("context window");
+    // OpenAI-shaped errors name the overflow in `code`, beside a generic `type`.
+    let value: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let holder = if value["error"].is_object() {
+        &value["error"]
+    } else {
+        &value
+    };
+    let kinds = [&holder["type"], &holder["code"]];
+    let named = kinds.iter().any(|k| {
+        matches!(
+            k.as_str(),
+            Some("context_length_exceeded" | "exceed_context_size_error" | "request_too_large")
+        )
+    });
+    let overflow = named
+        || [
+            "prompt is too long",
+            "maximum context length",
+            "exceeds the available context size",
+            "context window",
+            "exceed context limit",
+            "reduce the length of the messages",
+        ]
+        .iter()
+        .any(|phrase| message.contains(phrase));
     overflow.then(|| window_named(&message, body))
 }
 
 fn window_named(message: &str, body: &str) -> Option<u64> {
-    static PATTERNS: LazyLock<[Regex; 3]> = LazyLock::new(|| {
+    static PATTERNS: LazyLock<[Regex; 5]> = LazyLock::new(|| {
         [
             built_in(r"tokens? > (\d+) maximum"),
             built_in(r"maximum context length is (\d+)"),
             built_in(r"context window of (\d+)"),
+            built_in(r"\d+ \+ \d+ > (\d+)"),
+            built_in(r"limit is (\d+)"),
         ]
     });
     let named = PATTERNS
@@ -242,6 +261,12 @@ mod tests {
         assert_eq!(context_overflow(400, vllm), Some(Some(4096)));
         let llama_cpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#;
         assert_eq!(context_overflow(400, llama_cpp), Some(Some(8192)));
+        let with_output = r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 199759 + 8192 > 200000, decrease input length or `max_tokens` and try again"}}"#;
+        assert_eq!(context_overflow(400, with_output), Some(Some(200_000)));
+        let groq = r#"{"error":{"message":"Please reduce the length of the messages or completion.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert_eq!(context_overflow(400, groq), Some(None));
+        let cerebras = r#"{"message":"Please reduce the length of the messages or completion. Current length is 42328 while limit is 40000","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}"#;
+        assert_eq!(context_overflow(400, cerebras), Some(Some(40_000)));
         let too_large = r#"{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}"#;
         assert_eq!(context_overflow(413, too_large), Some(None));
 

@@ -3,7 +3,7 @@
 
 use super::errors::{context_overflow, read_error_body, transport_cause};
 use super::retry::{jitter, parse_retry_after, Failure, RetryPolicy};
-use super::stream::{read_stream, AnthropicStream, OpenAiStream, StreamFailure};
+use super::stream::{read_stream, AnthropicStream, OpenAiStream, StreamError, StreamFailure};
 use super::{Echo, Model, ModelError, Reply, Request};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -72,7 +72,9 @@ impl HttpModel {
     ) -> Result<Self, String> {
         // The timeout bounds each wait for bytes; a whole reply's time is bounded per request
         // when it is not streamed (a long stream may rightly take longer).
+        // No redirects: reqwest would forward `x-api-key` to another host.
         let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
             .read_timeout(timeout)
             .connect_timeout(Duration::from_secs(30))
             .build()
@@ -88,6 +90,11 @@ impl HttpModel {
             context_window: None,
             notes: Vec::new(),
         })
+    }
+
+    /// What the report should say of this model beyond its name.
+    pub fn add_notes(&mut self, notes: impl IntoIterator<Item = String>) {
+        self.notes.extend(notes);
     }
 
     pub fn set_context_window(&mut self, found: super::window::Found) {
@@ -146,13 +153,14 @@ impl HttpModel {
             // An error, or a server that ignored `stream` and sent the whole reply.
             return Ok((status, failure, Body::Whole(response.text().await?)));
         };
-        let mut show = |piece: &str| echo.text(piece);
+        // Ended however the stream ends, Ctrl-C (which drops this future) included.
+        let ending = Ending(echo);
+        let mut show = |piece: &str| ending.0.text(piece);
         let bytes = response.bytes_stream();
         let assembled = match self.provider.name() {
             "anthropic" => read_stream(AnthropicStream::default(), bytes, &mut show).await,
             _ => read_stream(OpenAiStream::default(), bytes, &mut show).await,
         };
-        echo.end();
         Ok((status, failure, Body::Streamed(assembled)))
     }
 
@@ -190,6 +198,9 @@ impl HttpModel {
         loop {
             let (failure, why) = match self.attempt(body).await {
                 Ok((_, _, Body::Streamed(Err(broken)))) => {
+                    if let Some(overflow) = overflow_in_stream(&broken) {
+                        return Err(overflow);
+                    }
                     (Failure::default(), self.stream_failed(&broken))
                 }
                 Ok((status, failure, whole_or_streamed)) => {
@@ -271,6 +282,28 @@ impl HttpModel {
             failure,
             self.describe(status, text, attempts),
         ))
+    }
+}
+
+/// A server's error event that says the prompt is too long, as the error status would.
+fn overflow_in_stream(broken: &StreamFailure) -> Option<ModelError> {
+    let StreamError::Server { kind, message } = &broken.error else {
+        return None;
+    };
+    let body = json!({"error": {"type": kind, "message": message}}).to_string();
+    let window = context_overflow(400, &body)?;
+    Some(ModelError::ContextOverflow {
+        message: message.clone(),
+        window,
+    })
+}
+
+/// Ends the echo of a reply when dropped.
+struct Ending<'a>(&'a mut Box<dyn Echo>);
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 

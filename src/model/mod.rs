@@ -24,6 +24,7 @@ pub use spec::{open_model, ModelOptions, ModelSpec};
 pub use stream::{
     read_stream, AnthropicStream, Assembler, OpenAiStream, StreamError, StreamFailure,
 };
+pub use window::published as published_window;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

@@ -195,7 +195,7 @@ impl Provider for OpenAi {
     fn parse(&self, body: &str) -> Result<Reply, ModelError> {
         let bad = |what: &str| ModelError::BadResponse(format!("openai: {what}"));
         let value: Value = serde_json::from_str(body).map_err(|e| bad(&e.to_string()))?;
-        if value.get("error").is_some() || value["object"] == "error" {
+        if !value["error"].is_null() || value["object"] == "error" {
             let error = super::errors::read_error_body(body);
             let said: Vec<String> = [error.kind, error.message].into_iter().flatten().collect();
             return Err(bad(&format!(
@@ -246,10 +246,16 @@ impl Provider for OpenAi {
             _ if refusal.is_some() => StopReason::Refusal,
             // Cut off at the token limit: its tool calls may be cut too, and must not run.
             Some("length") => StopReason::MaxTokens,
+            Some("content_filter") => StopReason::Refusal,
+            // vLLM ends an aborted request with a 200: what came is no reply.
+            Some(other @ ("abort" | "error")) => {
+                return Err(bad(&format!(
+                    "the server ended the reply with finish_reason {other}"
+                )))
+            }
             Some("tool_calls" | "function_call") => StopReason::ToolUse,
             _ if has_calls => StopReason::ToolUse,
             Some("stop") => StopReason::EndTurn,
-            Some("content_filter") => StopReason::Refusal,
             _ => StopReason::Unknown,
         };
         let usage = &value["usage"];

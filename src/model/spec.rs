@@ -61,8 +61,9 @@ pub struct ModelOptions {
 /// a reply may outlast the API's ten minutes for a non-streaming call.
 pub const MAX_TOKENS_WITHOUT_STREAM: u32 = 21_333;
 
-/// The context window of an `openai:` model behind a server that is not OpenAI's: the user's,
-/// else the server's. None for every other model (their windows are published).
+/// The context window of an `openai:` model behind a server that is not OpenAI's, when the
+/// user gave none: the server's, else the published one of a model we know, else the user
+/// must say. None for every other model (their windows are published).
 fn local_window(
     spec: &ModelSpec,
     options: &ModelOptions,
@@ -81,16 +82,37 @@ fn local_window(
         return Ok(None);
     }
     let key = non_empty("OPENAI_API_KEY");
-    window::ask_server(&base, model, key.as_deref())
-        .map(Some)
-        .ok_or_else(|| {
-            format!(
-                "the server at OPENAI_BASE_URL did not say the context window of `{model}` \
-                 (asked {}); pass --context-window TOKENS (or run `git config \
-                 agent-git.contextWindow TOKENS`) with the window the server runs the model with",
-                window::ASKED
-            )
-        })
+    match window::ask_server(&base, model, key.as_deref()) {
+        Ok(found) => Ok(Some(found)),
+        Err(why) => match window::published(model) {
+            Some(tokens) => Ok(Some(window::Found {
+                tokens,
+                source: format!("the published window of {model} (the server did not say)"),
+                warning: None,
+            })),
+            None => Err(format!(
+                "{why}; pass --context-window TOKENS (or run `git config \
+                 agent-git.contextWindow TOKENS`) with the window the server runs the model with"
+            )),
+        },
+    }
+}
+
+/// The reply's token limit must leave room for the conversation: against a small window it
+/// is lowered to a quarter of it, and the report says so.
+fn fit_max_tokens(options: &ModelOptions, window: Option<u64>) -> (u32, Option<String>) {
+    let Some(window) = window else {
+        return (options.max_tokens, None);
+    };
+    let quarter = u32::try_from(window / 4).unwrap_or(u32::MAX).max(1);
+    if options.max_tokens <= quarter {
+        return (options.max_tokens, None);
+    }
+    let note = format!(
+        "max_tokens lowered from {} to {quarter}, a quarter of the {window}-token context window",
+        options.max_tokens
+    );
+    (quarter, Some(note))
 }
 
 /// Reads what a provider needs from the environment. `get` is `std::env::var` outside tests.
@@ -166,8 +188,17 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
                     options.max_tokens
                 ));
             }
-            let provider = provider_for(spec, options, &crate::secrets::var)?;
             let found = local_window(spec, options, &crate::secrets::var)?;
+            let local = found.as_ref().map(|f| f.tokens).or(match spec {
+                ModelSpec::OpenAi(_) => options.context_window,
+                _ => None,
+            });
+            let (max_tokens, lowered) = fit_max_tokens(options, local);
+            let options = &ModelOptions {
+                max_tokens,
+                ..options.clone()
+            };
+            let provider = provider_for(spec, options, &crate::secrets::var)?;
             let recorder =
                 match &options.record {
                     Some(path) => Some(Recorder::create(path, provider.as_ref()).map_err(|e| {
@@ -186,6 +217,7 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
                 }
                 model.set_context_window(found);
             }
+            model.add_notes(lowered);
             if options.stream {
                 use std::io::IsTerminal;
                 let terminal = std::io::stderr().is_terminal();

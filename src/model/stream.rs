@@ -474,6 +474,7 @@ impl Assembler for OpenAiStream {
         }
         let chunk = parse_data("chat.completion.chunk", data)?;
         match &chunk["error"] {
+            Value::Null if chunk["object"] == "error" => return Err(server_error(&chunk)),
             Value::Null => {}
             error => return Err(server_error(error)),
         }

@@ -1,6 +1,6 @@
 //! The context window of a model behind a local OpenAI-compatible server, asked of the server
 //! where it says: vLLM's `/v1/models` (`max_model_len`), llama.cpp's `/props` (`n_ctx`),
-//! Ollama's `/api/show` (`num_ctx`, or the model's `context_length`).
+//! Ollama's `/api/ps` (the loaded model's `context_length`) or `/api/show` (`num_ctx`).
 
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -14,24 +14,24 @@ pub struct Found {
 }
 
 /// What a server answered, per endpoint: the body of a 2xx, else None.
+#[derive(Debug, Default)]
 pub struct Answers {
     pub models: Option<Value>,
     pub props: Option<Value>,
+    pub ps: Option<Value>,
     pub show: Option<Value>,
 }
 
-/// The endpoints asked, for the message when none answered.
-pub const ASKED: &str = "/v1/models, /props and /api/show";
-
-/// Reads the window from the servers' answers. Pure, so each server's shape is a unit test.
-pub fn read_window(model: &str, answers: &Answers) -> Option<Found> {
+/// Reads the window from the servers' answers, or says why it cannot. Pure, so each server's
+/// shape is a unit test.
+pub fn read_window(model: &str, answers: &Answers) -> Result<Found, String> {
     let from_models = answers.models.as_ref().and_then(|v| {
         let entries = v["data"].as_array()?;
         let entry = entries.iter().find(|e| e["id"] == model)?;
         entry["max_model_len"].as_u64()
     });
     if let Some(tokens) = from_models {
-        return Some(found(
+        return Ok(found(
             tokens,
             "the server's /v1/models (max_model_len)",
             None,
@@ -43,9 +43,17 @@ pub fn read_window(model: &str, answers: &Answers) -> Option<Found> {
             .or_else(|| v["n_ctx"].as_u64())
     });
     if let Some(tokens) = from_props {
-        return Some(found(tokens, "the server's /props (n_ctx)", None));
+        return Ok(found(tokens, "the server's /props (n_ctx)", None));
     }
-    answers.show.as_ref().and_then(ollama_window)
+    match &answers.show {
+        Some(show) if show.get("error").is_none() => {
+            ollama_window(model, show, answers.ps.as_ref())
+        }
+        _ => Err(format!(
+            "the server at OPENAI_BASE_URL did not say the context window of `{model}` (asked \
+             /v1/models, /props, /api/ps and /api/show)"
+        )),
+    }
 }
 
 fn found(tokens: u64, source: &str, warning: Option<String>) -> Found {
@@ -57,57 +65,84 @@ fn found(tokens: u64, source: &str, warning: Option<String>) -> Found {
 }
 
 /// Ollama cuts a prompt longer than its `num_ctx` from the front without an error, so the
-/// window it is run with matters more than the model's own.
-fn ollama_window(show: &Value) -> Option<Found> {
+/// window it runs the model with is what counts, not the model's own: the loaded model's
+/// (`/api/ps`), else a Modelfile's `num_ctx`. Its server-wide default (`OLLAMA_CONTEXT_LENGTH`)
+/// is shown nowhere else, so without either the user must say.
+fn ollama_window(model: &str, show: &Value, ps: Option<&Value>) -> Result<Found, String> {
+    let truncates = "Ollama silently cuts prompts longer than the window it runs a model with";
+    let kept_under =
+        |tokens: u64| format!("{truncates}; agent-git keeps the conversation under {tokens}");
+    let loaded = ps.and_then(|ps| {
+        let models = ps["models"].as_array()?;
+        let entry = models
+            .iter()
+            .find(|m| m["name"] == model || m["model"] == model)?;
+        entry["context_length"].as_u64()
+    });
+    if let Some(tokens) = loaded {
+        let source = "Ollama's /api/ps (the loaded model's context_length)";
+        return Ok(found(tokens, source, Some(kept_under(tokens))));
+    }
     let num_ctx = show["parameters"].as_str().and_then(|text| {
         text.lines().find_map(|line| {
             let mut words = line.split_whitespace();
             (words.next() == Some("num_ctx")).then(|| words.next()?.parse::<u64>().ok())?
         })
     });
-    let trained = show["model_info"].as_object().and_then(|info| {
-        info.iter()
-            .find(|(key, _)| key.ends_with(".context_length"))
-            .and_then(|(_, v)| v.as_u64())
-    });
-    let truncates = "Ollama silently cuts prompts longer than its num_ctx";
-    match (num_ctx, trained) {
-        (Some(tokens), _) => Some(found(
+    match num_ctx {
+        Some(tokens) => Ok(found(
             tokens,
             "Ollama's /api/show (num_ctx)",
-            Some(format!(
-                "{truncates}: this model runs with num_ctx {tokens}, and agent-git keeps the \
-                 conversation under it"
-            )),
+            Some(kept_under(tokens)),
         )),
-        (None, Some(tokens)) => Some(found(
-            tokens,
-            "Ollama's /api/show (the model's context_length)",
-            Some(format!(
-                "{truncates}, which is the server's default (often 4096) unless \
-                 OLLAMA_CONTEXT_LENGTH or a Modelfile sets it; agent-git assumes the model's \
-                 {tokens}: start the server with OLLAMA_CONTEXT_LENGTH={tokens}, or pass \
-                 --context-window with the server's num_ctx"
-            )),
+        None => Err(format!(
+            "Ollama does not say the window it runs `{model}` with ({truncates}, and its default \
+             is small unless the server was started with OLLAMA_CONTEXT_LENGTH); load the model \
+             first (`ollama run {model}`) so that /api/ps shows it"
         )),
-        (None, None) => None,
     }
 }
 
+/// Published context windows by model-name prefix, the first match wins.
+const PUBLISHED: &[(&str, u64)] = &[
+    ("claude-", 200_000),
+    ("gpt-4.1", 1_000_000),
+    ("gpt-5", 400_000),
+    ("gpt-4o", 128_000),
+    ("o1", 200_000),
+    ("o3", 200_000),
+    ("o4", 200_000),
+];
+
+/// The published context window of a model we know (a provider prefix such as `openai/` is
+/// ignored); None otherwise.
+pub fn published(model: &str) -> Option<u64> {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    PUBLISHED
+        .iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .map(|(_, tokens)| *tokens)
+}
+
 /// Asks the server at `base_url` (an OpenAI-style URL such as `http://host:11434/v1`).
-pub fn ask_server(base_url: &str, model: &str, api_key: Option<&str>) -> Option<Found> {
+pub fn ask_server(base_url: &str, model: &str, api_key: Option<&str>) -> Result<Found, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .ok()?;
-    runtime.block_on(ask(base_url, model, api_key))
+        .map_err(|e| format!("cannot ask the server for its context window: {e}"))?;
+    let answers = runtime.block_on(ask(base_url, model, api_key));
+    read_window(model, &answers)
 }
 
-async fn ask(base_url: &str, model: &str, api_key: Option<&str>) -> Option<Found> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
+/// The four endpoints at once: a server that answers none costs one timeout, not four.
+async fn ask(base_url: &str, model: &str, api_key: Option<&str>) -> Answers {
+    let Ok(client) = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .redirect(reqwest::redirect::Policy::none())
         .build()
-        .ok()?;
+    else {
+        return Answers::default();
+    };
     let base = base_url.trim_end_matches('/');
     let root = base.strip_suffix("/v1").unwrap_or(base);
     let with_key = |request: reqwest::RequestBuilder| match api_key {
@@ -121,91 +156,128 @@ async fn ask(base_url: &str, model: &str, api_key: Option<&str>) -> Option<Found
         }
         response.json::<Value>().await.ok()
     };
-    let answers = Answers {
-        models: fetch(client.get(format!("{base}/models"))).await,
-        props: fetch(client.get(format!("{root}/props"))).await,
-        show: fetch(
-            client
-                .post(format!("{root}/api/show"))
-                .json(&json!({"model": model})),
-        )
-        .await,
-    };
-    read_window(model, &answers)
+    let show = client
+        .post(format!("{root}/api/show"))
+        .json(&json!({"model": model}));
+    let (models, props, ps, show) = tokio::join!(
+        fetch(client.get(format!("{base}/models"))),
+        fetch(client.get(format!("{root}/props"))),
+        fetch(client.get(format!("{root}/api/ps"))),
+        fetch(show),
+    );
+    Answers {
+        models,
+        props,
+        ps,
+        show,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn answers(models: Option<Value>, props: Option<Value>, show: Option<Value>) -> Answers {
-        Answers {
-            models,
-            props,
-            show,
-        }
-    }
-
     #[test]
     fn each_servers_shape_gives_its_window() {
         let vllm = json!({"object": "list", "data": [{"id": "Qwen/Qwen2.5-Coder-7B-Instruct",
             "object": "model", "created": 1, "owned_by": "vllm", "root": "Qwen/Qwen2.5-Coder-7B-Instruct",
             "parent": null, "max_model_len": 32768, "permission": []}]});
+        let models = |v: &Value| Answers {
+            models: Some(v.clone()),
+            ..Answers::default()
+        };
         assert_eq!(
-            read_window(
-                "Qwen/Qwen2.5-Coder-7B-Instruct",
-                &answers(Some(vllm.clone()), None, None)
-            ),
-            Some(found(
+            read_window("Qwen/Qwen2.5-Coder-7B-Instruct", &models(&vllm)),
+            Ok(found(
                 32768,
                 "the server's /v1/models (max_model_len)",
                 None
             ))
         );
-        assert_eq!(read_window("other", &answers(Some(vllm), None, None)), None);
-
-        let llama_cpp_models = json!({"object": "list", "data": [{"id": "model.gguf", "object": "model",
-            "meta": {"n_ctx_train": 131072, "n_params": 7_000_000_000u64}}]});
-        let props = json!({"default_generation_settings": {"n_ctx": 8192, "params": {}},
-            "total_slots": 1, "model_path": "model.gguf"});
-        assert_eq!(
-            read_window(
-                "model.gguf",
-                &answers(Some(llama_cpp_models), Some(props), None)
-            ),
-            Some(found(8192, "the server's /props (n_ctx)", None))
+        let other = read_window("other", &models(&vllm)).unwrap_err();
+        assert!(
+            other.contains("did not say the context window of `other`"),
+            "{other}"
         );
 
-        let show = |parameters: &str| {
-            json!({"modelfile": "FROM llama3.1", "parameters": parameters,
-                   "details": {"family": "llama"},
-                   "model_info": {"general.architecture": "llama", "llama.context_length": 131072}})
+        let llama_cpp = Answers {
+            models: Some(
+                json!({"object": "list", "data": [{"id": "model.gguf", "object": "model",
+                "meta": {"n_ctx_train": 131072, "n_params": 7_000_000_000u64}}]}),
+            ),
+            props: Some(
+                json!({"default_generation_settings": {"n_ctx": 8192, "params": {}},
+                "total_slots": 1, "model_path": "model.gguf"}),
+            ),
+            ..Answers::default()
         };
+        assert_eq!(
+            read_window("model.gguf", &llama_cpp),
+            Ok(found(8192, "the server's /props (n_ctx)", None))
+        );
+    }
+
+    #[test]
+    fn ollama_says_its_window_for_a_loaded_model_or_a_modelfile_only() {
+        let show = |parameters: &str| {
+            Some(
+                json!({"modelfile": "FROM llama3.1", "parameters": parameters,
+                   "details": {"family": "llama"},
+                   "model_info": {"general.architecture": "llama", "llama.context_length": 131072}}),
+            )
+        };
+        let ps = Some(
+            json!({"models": [{"name": "llama3.1:8b", "model": "llama3.1:8b",
+            "size": 6_654_289_920u64, "context_length": 32768, "expires_at": "2026-11-29T00:05:00Z"}]}),
+        );
+        let loaded = read_window(
+            "llama3.1:8b",
+            &Answers {
+                ps: ps.clone(),
+                show: show("num_ctx 16384"),
+                ..Answers::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (loaded.tokens, loaded.source.as_str()),
+            (
+                32768,
+                "Ollama's /api/ps (the loaded model's context_length)"
+            )
+        );
         let set = read_window(
             "llama3.1:8b",
-            &answers(None, None, Some(show("num_ctx 16384\nstop \"<|eot_id|>\""))),
+            &Answers {
+                show: show("num_ctx 16384\nstop \"<|eot_id|>\""),
+                ..Answers::default()
+            },
         )
         .unwrap();
         assert_eq!(
             (set.tokens, set.source.as_str()),
             (16384, "Ollama's /api/show (num_ctx)")
         );
+        // The model's own 131072 is not the window Ollama runs it with.
         let unset = read_window(
-            "llama3.1:8b",
-            &answers(None, None, Some(show("stop \"x\""))),
+            "qwen3:8b",
+            &Answers {
+                ps,
+                show: show("stop \"x\""),
+                ..Answers::default()
+            },
         )
-        .unwrap();
-        assert_eq!(unset.tokens, 131072);
-        assert!(unset
-            .warning
-            .unwrap()
-            .contains("start the server with OLLAMA_CONTEXT_LENGTH=131072"));
-        assert_eq!(
-            read_window(
-                "m",
-                &answers(None, None, Some(json!({"error": "model not found"})))
-            ),
-            None
+        .unwrap_err();
+        assert!(
+            unset.contains("load the model first (`ollama run qwen3:8b`)"),
+            "{unset}"
         );
+        let missing = Answers {
+            show: Some(json!({"error": "model 'm' not found"})),
+            ..Answers::default()
+        };
+        assert!(read_window("m", &missing)
+            .unwrap_err()
+            .contains("did not say"));
     }
 }
