@@ -43,15 +43,6 @@ async fn bodies(server: &MockServer, route: &str) -> Vec<Value> {
         .collect()
 }
 
-/// `agent-git fix` with `openai:MODEL` against the fake server as a local one.
-fn local_fix(env: &TestEnv, repo: &std::path::Path, server: &str, args: &[&str]) -> Command {
-    let mut all = vec!["fix", "Fix the adder"];
-    all.extend_from_slice(args);
-    let mut cmd = env.agent_cmd(repo, &all);
-    cmd.env("OPENAI_BASE_URL", format!("{server}/v1"));
-    cmd
-}
-
 fn chat_reply(message: Value, finish: &str, prompt_tokens: u64) -> ResponseTemplate {
     ok(json!({
         "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",

@@ -99,6 +99,15 @@ pub fn claude_fix(
     cmd
 }
 
+/// `agent-git fix "Fix the adder" [args]` against the fake server as an OpenAI-compatible one.
+pub fn local_fix(env: &TestEnv, repo: &std::path::Path, server: &str, args: &[&str]) -> Command {
+    let mut all = vec!["fix", "Fix the adder"];
+    all.extend_from_slice(args);
+    let mut cmd = env.agent_cmd(repo, &all);
+    cmd.env("OPENAI_BASE_URL", format!("{server}/v1"));
+    cmd
+}
+
 fn strip_cache_control(mut value: Value) -> Value {
     match &mut value {
         Value::Object(map) => {
@@ -258,18 +267,13 @@ async fn a_fix_run_against_an_openai_compatible_server() {
         .await;
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let mut cmd = env.agent_cmd(
+    let mut cmd = local_fix(
+        &env,
         &repo,
-        &[
-            "fix",
-            "--model",
-            "openai:gpt-4o-mini",
-            "--branch",
-            "agent/gpt",
-        ],
+        &server.uri(),
+        &["--model", "openai:gpt-4o-mini", "--branch", "agent/gpt"],
     );
-    cmd.env("OPENAI_API_KEY", "sk-openai-test")
-        .env("OPENAI_BASE_URL", format!("{}/v1", server.uri()));
+    cmd.env("OPENAI_API_KEY", "sk-openai-test");
     let out = run(cmd).await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(env.show(&repo, "agent/gpt:calc.py"), CALC_FIXED);

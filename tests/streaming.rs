@@ -279,20 +279,21 @@ async fn an_openai_stream_assembles_tool_calls_and_usage() {
     let server = fake_api("/v1/chat/completions", vec![sse(first), sse(second)]).await;
     let env = TestEnv::new();
     let repo = env.calc_repo();
-    let mut cmd = env.agent_cmd(
+    // A local URL needs a window; this one is OpenAI's model on a stand-in server.
+    let mut cmd = local_fix(
+        &env,
         &repo,
+        &server.uri(),
         &[
-            "fix",
             "--model",
             "openai:gpt-4o-mini",
+            "--context-window",
+            "128000",
             "--branch",
             "agent/openai-stream",
         ],
     );
-    cmd.env("OPENAI_API_KEY", "sk-openai-test")
-        .env("OPENAI_BASE_URL", format!("{}/v1", server.uri()));
-    // A local URL needs a window; this one is OpenAI's model on a stand-in server.
-    cmd.args(["--context-window", "128000"]);
+    cmd.env("OPENAI_API_KEY", "sk-openai-test");
     let out = run(cmd).await;
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(
