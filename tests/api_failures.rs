@@ -473,12 +473,12 @@ async fn a_local_server_is_asked_for_its_context_window_or_the_user_is() {
         stderr(&out)
     );
     assert_eq!(env.git(&repo, &["branch", "--list", "agent/mute"]), "");
+    // A gateway that counts no tokens: the report says the cost is unknown.
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(chat_reply(
-            json!({"role": "assistant", "content": "Done."}),
-            "stop",
-            10,
+        .respond_with(ok(
+            json!({"id": "c", "object": "chat.completion", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": "Done."}, "finish_reason": "stop"}]}),
         ))
         .mount(&mute)
         .await;
@@ -497,9 +497,14 @@ async fn a_local_server_is_asked_for_its_context_window_or_the_user_is() {
     ))
     .await;
     assert_eq!(code(&out), 1, "{}", stderr(&out));
-    assert!(env.message(&repo, "agent/gateway").contains(
-        "context window: 128000 tokens, from the published window of gpt-4o-mini (the server did not say)"
-    ));
+    let report = env.message(&repo, "agent/gateway");
+    for note in [
+        "context window: 128000 tokens, from the published window of gpt-4o-mini (the server did not say)",
+        "1 replies (of 1 calls) came without a token count: their cost is not in the total, and \
+         --max-cost cannot count it",
+    ] {
+        assert!(report.contains(note), "{note}\n{report}");
+    }
 
     // OpenAI's own API without a key: refused at once.
     let out = env.agent(

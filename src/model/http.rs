@@ -55,6 +55,8 @@ pub struct HttpModel {
     retry: RetryPolicy,
     recorder: Option<Recorder>,
     calls: u32,
+    /// Replies that came without a token count: their cost cannot be known.
+    uncounted: u32,
     /// Where streamed text is shown as it arrives; None asks for whole replies.
     echo: Option<Box<dyn Echo>>,
     timeout: Duration,
@@ -85,6 +87,7 @@ impl HttpModel {
             retry,
             recorder,
             calls: 0,
+            uncounted: 0,
             echo: None,
             timeout,
             context_window: None,
@@ -216,7 +219,12 @@ impl HttpModel {
                         recorder.record(body, Some(status), &text);
                     }
                     match self.read_answer(status, failure, &text, retries + 1) {
-                        Ok(reply) => return Ok(reply),
+                        Ok(reply) => {
+                            if reply.usage == super::Usage::default() {
+                                self.uncounted += 1;
+                            }
+                            return Ok(reply);
+                        }
                         Err(Answer::Final(error)) => return Err(error),
                         Err(Answer::Retry(failure, why)) => (failure, why),
                     }
@@ -334,7 +342,15 @@ impl Model for HttpModel {
     }
 
     fn notes(&self) -> Vec<String> {
-        self.notes.clone()
+        let mut notes = self.notes.clone();
+        if self.uncounted > 0 {
+            notes.push(format!(
+                "{} replies (of {} calls) came without a token count: their cost is not in the \
+                 total, and --max-cost cannot count it",
+                self.uncounted, self.calls
+            ));
+        }
+        notes
     }
 
     async fn reply(&mut self, request: &Request<'_>) -> Result<Reply, ModelError> {
