@@ -167,6 +167,8 @@ struct Loop {
     context_used: u64,
     /// The size in bytes of the conversation when it was last sent: what came after is new.
     sent_bytes: usize,
+    /// The bytes every request holds besides the conversation: the system prompt and tools.
+    fixed_bytes: usize,
     /// The last tool call with its result, and how many times in a row it came back.
     last_call: Option<String>,
     repeats: u32,
@@ -208,6 +210,7 @@ impl Agent<'_> {
             usage: Usage::default(),
             context_used: 0,
             sent_bytes: 0,
+            fixed_bytes: self.system.len() + serde_json::to_string(tools).map_or(0, |t| t.len()),
             last_call: None,
             repeats: 0,
         };
@@ -517,13 +520,11 @@ in smaller steps.";
 /// what was added since, a byte count (about 3 bytes a token for code, so rather too many).
 fn estimate(state: &Loop) -> u64 {
     let now = conversation_bytes(&state.messages);
-    // A server that counts nothing (no usage in its replies) leaves the bytes to say it all.
-    let counted = if state.context_used == 0 {
-        0
-    } else {
-        state.sent_bytes
-    };
-    let added = now.saturating_sub(counted) as u64;
+    // Before the first count, or from a server that counts nothing, the bytes say it all.
+    if state.context_used == 0 {
+        return (state.fixed_bytes + now) as u64 / 3;
+    }
+    let added = now.saturating_sub(state.sent_bytes) as u64;
     state.context_used + added / 3
 }
 
