@@ -40,6 +40,8 @@ pub struct RunPlan {
     pub max_file_size: u64,
     /// Stop before the model is called if the tests already pass; keep no branch then.
     pub only_if_failing: bool,
+    /// A person is at the terminal to answer the model's questions (ask_user).
+    pub interactive: bool,
 }
 
 pub struct Finished {
@@ -237,6 +239,12 @@ fn work(
     .map_err(|e| harness(&format!("cannot set up the clean room: {e}")))?;
     let registry = Registry::builtin();
     let tools = registry.specs();
+    let nobody = |_: &str| None;
+    let ask: &dyn Fn(&str) -> Option<String> = if plan.interactive {
+        &ask_at_terminal
+    } else {
+        &nobody
+    };
     let agent = Agent {
         model: plan.model.as_mut(),
         registry: &registry,
@@ -244,6 +252,7 @@ fn work(
         verifier: &verifier,
         system: &plan.system,
         brief: &plan.brief,
+        ask,
         budget: plan.budget,
         interrupt,
         progress,
@@ -251,6 +260,20 @@ fn work(
     };
     let result = runtime.block_on(agent.run(&plan.task, &tools));
     Ok((result, sandbox.describe()))
+}
+
+/// Shows the model's question on stderr and reads one line of answer from the terminal.
+fn ask_at_terminal(question: &str) -> Option<String> {
+    use std::io::{BufRead, Write};
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "agent-git: the model asks: {question}\nagent-git: your answer (one line; empty for none): "
+    );
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer).ok()?;
+    Some(answer.trim().to_string())
 }
 
 fn write_transcript(

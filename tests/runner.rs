@@ -14,4 +14,5 @@ mod protection;
 mod runners;
 mod sandbox;
 mod setup;
+mod start;
 mod streaming;

@@ -146,6 +146,8 @@ pub struct Agent<'a> {
     pub verifier: &'a Verifier<'a>,
     pub system: &'a str,
     pub brief: &'a crate::brief::Brief,
+    /// Asks the person who started the run (ask_user); None when nobody is there.
+    pub ask: &'a dyn Fn(&str) -> Option<String>,
     pub budget: Budget,
     pub interrupt: &'a AtomicBool,
     /// Progress lines (one per tool call) go here; the CLI sends them to stderr.
@@ -405,6 +407,7 @@ impl Agent<'_> {
             verifier: self.verifier,
             note,
             max_command_secs: self.budget.max_command_secs,
+            ask: self.ask,
         };
         let mut outcome = self.registry.call(name, input, &ctx)?;
         let key = format!("{name}\n{input}\n{}\n{}", outcome.is_error, outcome.content);

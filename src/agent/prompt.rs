@@ -13,6 +13,8 @@ the call as its commit message: say briefly what you changed and why.
 - run_tests runs the test suite whenever you want to check your work.
 - run_command runs a shell command in the repository, in a sandbox: no network, writes only \
 inside the repository and $TMPDIR. Files it changes are committed as one commit.
+- ask_user asks the person who started the run a question. Usually nobody is there: then \
+decide yourself from the code and the tests.
 
 The rules (the harness enforces them; asking will not change them):
 - Test files and test-runner configuration are read-only. Any change to them is refused and \

@@ -9,9 +9,11 @@ use crate::run::{execute, RunPlan};
 use crate::settings::{config_layers, merge, parse_dollars, Layer, Settings};
 use crate::testrun::{collected, detect, TestPlan};
 use crate::workspace::{
-    base_reader, check_branch_free, open_user_repo, read_blob, resolve_base, tree_files,
+    base_reader, check_branch_free, open_user_repo, read_blob, resolve_base, snapshot_working_tree,
+    tree_files, uncommitted, BaseInfo,
 };
 use clap::Args;
+use git2::Repository;
 use std::hash::{BuildHasher, Hasher};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -97,6 +99,15 @@ pub struct FixArgs {
     /// definitions, the files nearest the failing tests first. 0 leaves it out.
     #[arg(long, value_name = "TOKENS", default_value_t = DEFAULT_MAP_TOKENS)]
     pub map_tokens: usize,
+    /// Start from your working tree as it is (tracked files and untracked ones not ignored)
+    /// instead of HEAD: a commit of it on top of HEAD becomes the run's base. Your index,
+    /// HEAD and files are not touched.
+    #[arg(long)]
+    pub dirty: bool,
+    /// Let the model ask you questions (ask_user) at this terminal. Without it, or without a
+    /// terminal, the model is told that nobody is available and decides itself.
+    #[arg(long)]
+    pub interactive: bool,
     /// Print the system prompt the model is given, and exit.
     #[arg(long)]
     pub print_system_prompt: bool,
@@ -199,7 +210,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         None => std::env::current_dir().map_err(|e| usage(format!("no current directory: {e}")))?,
     };
     let repo = open_user_repo(&start)?;
-    let base = resolve_base(&repo, &args.base)?;
+    let base = starting_point(&repo, &args)?;
     let flags = Layer {
         model: args.model.clone(),
         test_cmd: args.test_cmd.clone(),
@@ -285,6 +296,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             .collect(),
         transcript: args.transcript,
         only_if_failing: args.if_failing,
+        interactive: interactive(args.interactive),
         sandbox: match args.sandbox {
             SandboxFlag::On => crate::sandbox::Mode::On,
             SandboxFlag::Off => crate::sandbox::Mode::Off,
@@ -292,6 +304,45 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         allow_write,
         max_file_size: settings.max_file_size,
     })
+}
+
+/// The run's base: the commit `--base` names, or with `--dirty` a commit of the working tree
+/// as it is. Uncommitted changes left out of a run are pointed out.
+fn starting_point(repo: &Repository, args: &FixArgs) -> Result<BaseInfo, CliError> {
+    if args.dirty {
+        if args.base != "HEAD" {
+            return Err(CliError::Usage(
+                "--dirty starts from your working tree on top of HEAD; it cannot be combined \
+                 with --base"
+                    .into(),
+            ));
+        }
+        resolve_base(repo, "HEAD")?;
+        return Ok(snapshot_working_tree(repo)?);
+    }
+    let base = resolve_base(repo, &args.base)?;
+    let changed = uncommitted(repo).unwrap_or_default();
+    if !changed.is_empty() {
+        eprintln!(
+            "agent-git: your uncommitted changes are not part of this run ({} changed tracked \
+             files, e.g. {}); commit them, or pass --dirty to start from them",
+            changed.len(),
+            changed[0]
+        );
+    }
+    Ok(base)
+}
+
+/// Whether someone can answer the model's questions: asked for, and a terminal to ask at.
+fn interactive(asked: bool) -> bool {
+    let terminal = std::io::stdin().is_terminal();
+    if asked && !terminal {
+        eprintln!(
+            "agent-git: --interactive needs a terminal on stdin; the model will be told that \
+             nobody is available"
+        );
+    }
+    asked && terminal
 }
 
 /// The instructions file of the repository the command names, at its base, if there is one.

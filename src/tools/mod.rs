@@ -1,6 +1,7 @@
 //! The tools a model may call. Each one checks its input and its paths (through the guard)
 //! before touching anything; every accepted change becomes a commit through the workspace.
 
+mod ask;
 mod edit;
 mod files;
 mod shell;
@@ -23,6 +24,8 @@ pub struct ToolContext<'a> {
     pub note: &'a str,
     /// The longest a run_command may take.
     pub max_command_secs: u64,
+    /// Asks the person at the terminal; None when nobody is there to answer.
+    pub ask: &'a dyn Fn(&str) -> Option<String>,
 }
 
 impl ToolContext<'_> {
@@ -94,6 +97,7 @@ impl Registry {
             Box::new(edit::DeleteFile),
             Box::new(tests::RunTests),
             Box::new(shell::RunCommand),
+            Box::new(ask::AskUser),
         ])
     }
 

@@ -4,10 +4,12 @@
 
 mod cleanroom;
 pub mod demo;
+mod dirty;
 mod restore;
 mod setup;
 
 pub use cleanroom::{CleanRoom, RunDirs};
+pub use dirty::{snapshot_working_tree, uncommitted};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{
     base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,

@@ -21,6 +21,10 @@ pub enum SetupError {
     Git(#[from] git2::Error),
     #[error("cannot create the run's work tree at {0}: {1}")]
     Io(PathBuf, std::io::Error),
+    #[error("--dirty starts from a working tree, and this repository has none (it is bare)")]
+    Bare,
+    #[error("cannot read {0} from your working tree for --dirty: {1}")]
+    Unreadable(PathBuf, std::io::Error),
 }
 
 /// The commit a run starts from, and the files it holds (for test-command detection).

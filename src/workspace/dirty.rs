@@ -1,0 +1,101 @@
+//! The user's uncommitted work: seen (to say it is not part of a run), or taken as a run's base
+//! (`--dirty`) as a commit of the working tree made beside the user's index, HEAD and files,
+//! never through them.
+
+use super::{BaseInfo, SetupError};
+use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Status, StatusOptions};
+use std::path::Path;
+
+/// The tracked files whose working-tree or staged content differs from HEAD.
+pub fn uncommitted(repo: &Repository) -> Result<Vec<String>, SetupError> {
+    Ok(changes(repo, false)?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect())
+}
+
+/// Paths that differ from HEAD in the working tree or the index, with their status; untracked
+/// files (not ignored) too when asked. Submodules are left as they are.
+fn changes(repo: &Repository, untracked: bool) -> Result<Vec<(String, Status)>, SetupError> {
+    let mut options = StatusOptions::new();
+    options
+        .include_untracked(untracked)
+        .recurse_untracked_dirs(untracked)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo.statuses(Some(&mut options))?;
+    Ok(statuses
+        .iter()
+        .filter(|entry| !entry.status().is_ignored() && entry.status() != Status::CURRENT)
+        .filter(|entry| untracked || !entry.status().is_wt_new())
+        .filter_map(|entry| Some((entry.path().ok()?.to_string(), entry.status())))
+        .collect())
+}
+
+/// A commit of the working tree as it is: HEAD's tree with every tracked file as it is on
+/// disk and every untracked file that is not ignored, on top of HEAD. The tree is built in an
+/// index of its own in memory and no ref moves: the user's index, HEAD and files stay as they
+/// are.
+pub fn snapshot_working_tree(repo: &Repository) -> Result<BaseInfo, SetupError> {
+    let workdir = repo.workdir().ok_or(SetupError::Bare)?.to_path_buf();
+    let head = repo.head()?.peel_to_commit()?;
+    let mut index = Index::new()?;
+    index.read_tree(&head.tree()?)?;
+    let changed = changes(repo, true)?;
+    for (path, _) in &changed {
+        match file_entry(repo, &workdir, path)? {
+            Some(entry) => index.add(&entry)?,
+            None => index.remove_path(Path::new(path))?,
+        }
+    }
+    let tree = repo.find_tree(index.write_tree_to(repo)?)?;
+    let signature = repo
+        .signature()
+        .or_else(|_| git2::Signature::now("agent-git", "agent-git@localhost"))?;
+    let summary = format!(
+        "agent-git: uncommitted changes on top of {:.7} ({} files)",
+        head.id(),
+        changed.len()
+    );
+    let id = repo.commit(None, &signature, &signature, &summary, &tree, &[&head])?;
+    Ok(BaseInfo { id, summary })
+}
+
+/// The index entry of a file as it is on disk (its blob written), or None when it is gone.
+fn file_entry(
+    repo: &Repository,
+    workdir: &Path,
+    path: &str,
+) -> Result<Option<IndexEntry>, SetupError> {
+    let full = workdir.join(path);
+    let Ok(meta) = std::fs::symlink_metadata(&full) else {
+        return Ok(None);
+    };
+    let (mode, content) = if meta.file_type().is_symlink() {
+        let target =
+            std::fs::read_link(&full).map_err(|e| SetupError::Unreadable(path.into(), e))?;
+        (0o120000, target.as_os_str().as_encoded_bytes().to_vec())
+    } else if meta.is_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let executable = meta.permissions().mode() & 0o111 != 0;
+        let content = std::fs::read(&full).map_err(|e| SetupError::Unreadable(path.into(), e))?;
+        (if executable { 0o100755 } else { 0o100644 }, content)
+    } else {
+        return Ok(None);
+    };
+    let id: Oid = repo.blob(&content)?;
+    Ok(Some(IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: u32::try_from(content.len()).unwrap_or(u32::MAX),
+        id,
+        flags: u16::try_from(path.len()).unwrap_or(0xfff).min(0xfff),
+        flags_extended: 0,
+        path: path.as_bytes().to_vec(),
+    }))
+}

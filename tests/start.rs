@@ -1,0 +1,175 @@
+//! Starting from where the user is: their uncommitted work, and their answers.
+
+use crate::common::*;
+use serde_json::json;
+use std::io::Write;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+#[test]
+fn uncommitted_changes_are_pointed_out_and_dirty_starts_from_them_untouched() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            (".gitignore", "*.log\n"),
+            ("old.txt", "to be deleted\n"),
+        ],
+    );
+    // The user fixed add() without committing, staged a deletion, and has new files.
+    std::fs::write(repo.join("calc.py"), CALC_FIXED).unwrap();
+    env.git(&repo, &["rm", "-q", "old.txt"]);
+    std::fs::write(repo.join("notes.md"), "todo\n").unwrap();
+    std::fs::write(repo.join("debug.log"), "ignored\n").unwrap();
+    let before = UserState::capture(&env, &repo);
+
+    let run = env.fix_scripted(
+        &repo,
+        "agent/clean",
+        json!([end_turn("Done.")]),
+        &["--max-turns", "1"],
+    );
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert!(
+        run.stderr().contains(
+            "your uncommitted changes are not part of this run (2 changed tracked files, e.g. "
+        ),
+        "{}",
+        run.stderr()
+    );
+    assert_eq!(
+        env.show(&repo, "agent/clean:calc.py"),
+        CALC,
+        "the base is HEAD"
+    );
+
+    let run = env.fix_scripted(
+        &repo,
+        "agent/dirty",
+        json!([end_turn("Done.")]),
+        &["--dirty"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(!run.stderr().contains("uncommitted changes are not part"));
+    assert_eq!(env.trailer(&repo, "agent/dirty", "Agent-Outcome"), "passed");
+    let base = env.git(&repo, &["rev-parse", "agent/dirty~1"]);
+    let files = env.git(&repo, &["ls-tree", "-r", "--name-only", base.trim()]);
+    assert_eq!(files, ".gitignore\ncalc.py\nnotes.md\ntest_calc.py\n");
+    assert_eq!(env.show(&repo, "agent/dirty:calc.py"), CALC_FIXED);
+    let parent = env.git(&repo, &["rev-parse", "agent/dirty~2"]);
+    assert_eq!(parent, env.git(&repo, &["rev-parse", "HEAD"]));
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the user's checkout is untouched"
+    );
+
+    let out = env.agent(
+        &repo,
+        &["fix", "--dirty", "--base", "HEAD~0", "--model", "script:x"],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("cannot be combined with --base"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+fn ask(id: &str, question: &str) -> serde_json::Value {
+    calls(
+        "",
+        vec![tool(id, "ask_user", json!({"question": question}))],
+    )
+}
+
+#[test]
+fn without_a_person_the_model_is_told_nobody_is_there() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let replies = json!([
+        ask("q", "Should add() round?"),
+        calls("Fix.", vec![fix_add()]),
+        end_turn("Done.")
+    ]);
+    // Asked for, but stdin is no terminal: the model is told, and so is the user.
+    let run = env.fix_scripted(&repo, "agent/alone", replies, &["--interactive"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(run
+        .stderr()
+        .contains("--interactive needs a terminal on stdin"));
+    let (is_error, text) = &run.results()["q"];
+    assert!(
+        !is_error && text.starts_with("Nobody is available to answer"),
+        "{text}"
+    );
+    assert!(env
+        .message(&repo, "agent/alone")
+        .contains("ask \"Should add() round?\" -> nobody available"));
+}
+
+/// A pseudo-terminal: (the side a person types into, the side a program reads as its tty).
+fn pty() -> (std::fs::File, OwnedFd) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors it opened into the pointers given; the rest null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened by openpty and are owned by nobody else.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            OwnedFd::from_raw_fd(slave),
+        )
+    }
+}
+
+#[test]
+fn at_a_terminal_the_person_answers_and_the_report_keeps_it() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let replies = json!([
+        ask("q", "Should add() round?"),
+        calls("Fix.", vec![fix_add()]),
+        end_turn("Done.")
+    ]);
+    let script = env.script("ask.json", replies);
+    let transcript = env.path().join("t.json");
+    let (mut person, tty) = pty();
+    // Typed ahead: the terminal keeps the line until the question reads it.
+    person.write_all(b"No, keep integers\n").unwrap();
+    let mut cmd = env.fix_cmd(
+        &repo,
+        &script,
+        "agent/asked",
+        &[
+            "--interactive",
+            "--transcript",
+            transcript.to_str().unwrap(),
+        ],
+    );
+    let out = cmd.stdin(std::process::Stdio::from(tty)).output().unwrap();
+    drop(person);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("agent-git: the model asks: Should add() round?"),
+        "{}",
+        stderr(&out)
+    );
+    let messages = read_transcript(&transcript)["messages"].clone();
+    assert_eq!(
+        messages[2]["content"][0]["content"],
+        "The person answered: No, keep integers"
+    );
+    assert!(env
+        .message(&repo, "agent/asked")
+        .contains("ask \"Should add() round?\" -> answered: No, keep integers"));
+}
