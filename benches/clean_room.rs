@@ -126,7 +126,7 @@ fn bench(name: &str, files: usize) {
             let text = format!("{CALC}\n# edit {i}\n");
             std::fs::write(workspace.path().join("calc.py"), text).expect("edit");
             workspace
-                .commit_changes("edit", "", protection_ref)
+                .commit_changes("edit", "", protection_ref, &agent_git::workspace::NoHooks)
                 .expect("commit");
             time(&mut || assert!(verifier.run().expect("run").passed))
         })

@@ -42,6 +42,10 @@ pub struct RunPlan {
     pub only_if_failing: bool,
     /// A person is at the terminal to answer the model's questions (ask_user).
     pub interactive: bool,
+    /// Agent commits run the repository's pre-commit and commit-msg hooks.
+    pub run_hooks: bool,
+    /// What the report should say beyond the model's notes.
+    pub notes: Vec<String>,
 }
 
 pub struct Finished {
@@ -82,6 +86,7 @@ pub fn execute(
     }
     let mut workspace = Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?;
     workspace.max_file_size = plan.max_file_size;
+    plan.notes.extend(hooks_note(&workspace, plan.run_hooks));
     progress(&format!(
         "run {} on branch {} (work tree {})",
         plan.run_id,
@@ -104,6 +109,28 @@ pub fn execute(
         progress(&format!("could not remove the work tree: {e}"));
     }
     finished
+}
+
+/// Which of the repository's commit hooks agent commits run, if it has any.
+fn hooks_note(workspace: &Workspace, run_hooks: bool) -> Option<String> {
+    let present: Vec<&str> = crate::workspace::COMMIT_HOOKS
+        .into_iter()
+        .filter(|hook| workspace.hook_path(hook).is_some())
+        .collect();
+    if present.is_empty() {
+        return None;
+    }
+    Some(if run_hooks {
+        format!(
+            "commit hooks: {} ran on each agent commit, in the sandbox",
+            present.join(" and ")
+        )
+    } else {
+        format!(
+            "commit hooks skipped (--no-verify): {}",
+            present.join(" and ")
+        )
+    })
 }
 
 /// Removes what runs that are gone left behind: their temp dirs, cgroups and, in `repo`,
@@ -253,6 +280,7 @@ fn work(
         system: &plan.system,
         brief: &plan.brief,
         ask,
+        run_hooks: plan.run_hooks,
         budget: plan.budget,
         interrupt,
         progress,
@@ -298,7 +326,7 @@ impl Labels {
         Labels {
             model: plan.model.label(),
             base: plan.base.id.to_string(),
-            notes: plan.model.notes(),
+            notes: [plan.notes.clone(), plan.model.notes()].concat(),
         }
     }
 }

@@ -173,3 +173,80 @@ fn at_a_terminal_the_person_answers_and_the_report_keeps_it() {
         .message(&repo, "agent/asked")
         .contains("ask \"Should add() round?\" -> answered: No, keep integers"));
 }
+
+fn hook(env: &TestEnv, repo: &std::path::Path, name: &str, script: &str) {
+    let path = repo.join(".git/hooks").join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, script).unwrap();
+    let _ = env;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn write(id: &str, content: &str) -> serde_json::Value {
+    tool(
+        id,
+        "write_file",
+        json!({"path": "calc.py", "content": content}),
+    )
+}
+
+#[test]
+fn the_repositorys_commit_hooks_see_agent_commits() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    // A secret scanner, a formatter that spaces out `a+b`, and a sign-off on every message.
+    hook(
+        &env,
+        &repo,
+        "pre-commit",
+        "#!/bin/sh\nif git diff --cached | grep -q 'API_KEY ='; then\n  \
+         echo 'secret scanner: an API key is staged'\n  exit 1\nfi\n\
+         sed -i 's/a+b/a + b/' calc.py\n",
+    );
+    hook(
+        &env,
+        &repo,
+        "commit-msg",
+        "#!/bin/sh\nprintf '\\nReviewed-by: hook\\n' >> \"$1\"\n",
+    );
+    let leaky = format!("API_KEY = 'sk-123'\n\n\n{}", CALC.replace("a - b", "a+b"));
+    let replies = json!([
+        calls("Fix add.", vec![write("leak", &leaky)]),
+        calls(
+            "Fix add, without the key.",
+            vec![write("fix", &CALC.replace("a - b", "a+b"))]
+        ),
+        end_turn("Done.")
+    ]);
+    let before = UserState::capture(&env, &repo);
+    let run = env.fix_scripted(&repo, "agent/hooked", replies.clone(), &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    run.assert_refused("leak", "secret scanner: an API key is staged");
+    assert!(run.results()["leak"]
+        .1
+        .contains("refused by the repository's pre-commit hook"));
+    // The formatter's change is what was committed, and the message carries the sign-off.
+    assert_eq!(env.show(&repo, "agent/hooked:calc.py"), CALC_FIXED);
+    let log = env.git(&repo, &["log", "--format=%B", "main..agent/hooked"]);
+    assert!(!log.contains("API_KEY"), "{log}");
+    assert!(log.contains("Reviewed-by: hook"), "{log}");
+    let report = env.message(&repo, "agent/hooked");
+    assert!(
+        report.contains("commit hooks: pre-commit and commit-msg ran on each agent commit"),
+        "{report}"
+    );
+    assert!(report.contains("-> refused: pre-commit hook"), "{report}");
+    assert_eq!(UserState::capture(&env, &repo), before);
+
+    let run = env.fix_scripted(&repo, "agent/unhooked", replies, &["--no-verify"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let diff = env.git(&repo, &["log", "-p", "main..agent/unhooked"]);
+    assert!(
+        diff.contains("+API_KEY"),
+        "without hooks the key was committed: {diff}"
+    );
+    assert!(env
+        .message(&repo, "agent/unhooked")
+        .contains("commit hooks skipped (--no-verify): pre-commit and commit-msg"));
+}

@@ -148,6 +148,8 @@ pub struct Agent<'a> {
     pub brief: &'a crate::brief::Brief,
     /// Asks the person who started the run (ask_user); None when nobody is there.
     pub ask: &'a dyn Fn(&str) -> Option<String>,
+    /// Agent commits run the repository's commit hooks.
+    pub run_hooks: bool,
     pub budget: Budget,
     pub interrupt: &'a AtomicBool,
     /// Progress lines (one per tool call) go here; the CLI sends them to stderr.
@@ -408,6 +410,7 @@ impl Agent<'_> {
             note,
             max_command_secs: self.budget.max_command_secs,
             ask: self.ask,
+            run_hooks: self.run_hooks,
         };
         let mut outcome = self.registry.call(name, input, &ctx)?;
         let key = format!("{name}\n{input}\n{}\n{}", outcome.is_error, outcome.content);

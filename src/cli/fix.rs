@@ -104,6 +104,10 @@ pub struct FixArgs {
     /// HEAD and files are not touched.
     #[arg(long)]
     pub dirty: bool,
+    /// Do not run the repository's pre-commit and commit-msg hooks on agent commits (they
+    /// run by default, in the sandbox, as `git commit` would run them).
+    #[arg(long)]
+    pub no_verify: bool,
     /// Let the model ask you questions (ask_user) at this terminal. Without it, or without a
     /// terminal, the model is told that nobody is available and decides itself.
     #[arg(long)]
@@ -297,6 +301,8 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         transcript: args.transcript,
         only_if_failing: args.if_failing,
         interactive: interactive(args.interactive),
+        run_hooks: !args.no_verify,
+        notes: Vec::new(),
         sandbox: match args.sandbox {
             SandboxFlag::On => crate::sandbox::Mode::On,
             SandboxFlag::Off => crate::sandbox::Mode::Off,

@@ -20,7 +20,7 @@ fn commit(
     let protection = ctx.guard.protection();
     let result = ctx
         .workspace()
-        .commit_changes(&subject, ctx.note, protection)?;
+        .commit_changes(&subject, ctx.note, protection, &*ctx.hooks())?;
     if !result.dropped.is_empty() {
         return Ok(ToolOutcome::error(
             super::dropped_lines(&result.dropped).join("\n"),
@@ -43,6 +43,7 @@ fn commit(
         CommitOutcome::Refused(paths) => {
             ToolOutcome::error(super::refused_protected(&paths), "refused: protected")
         }
+        CommitOutcome::Rejected { hook, output } => super::rejected_by_hook(hook, &output),
     };
     Ok(outcome)
 }

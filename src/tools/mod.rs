@@ -4,6 +4,7 @@
 mod ask;
 mod edit;
 mod files;
+mod hooks;
 mod shell;
 mod tests;
 
@@ -26,12 +27,36 @@ pub struct ToolContext<'a> {
     pub max_command_secs: u64,
     /// Asks the person at the terminal; None when nobody is there to answer.
     pub ask: &'a dyn Fn(&str) -> Option<String>,
+    /// Whether agent commits run the repository's commit hooks (not with `--no-verify`).
+    pub run_hooks: bool,
 }
 
 impl ToolContext<'_> {
     pub fn workspace(&self) -> &crate::workspace::Workspace {
         self.verifier.workspace
     }
+
+    /// The commit hooks an agent commit runs.
+    pub fn hooks(&self) -> Box<dyn crate::workspace::CommitHooks + '_> {
+        if self.run_hooks {
+            Box::new(hooks::SandboxHooks {
+                verifier: self.verifier,
+            })
+        } else {
+            Box::new(crate::workspace::NoHooks)
+        }
+    }
+}
+
+/// What the model is told when a commit hook refused its change.
+fn rejected_by_hook(hook: &str, output: &str) -> ToolOutcome {
+    ToolOutcome::error(
+        format!(
+            "refused by the repository's {hook} hook; the change was rolled back. Fix what it \
+             reports and make the change again:\n{output}"
+        ),
+        format!("refused: {hook} hook"),
+    )
 }
 
 /// The result of a call as the model sees it, and as the report lists it.

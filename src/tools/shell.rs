@@ -80,8 +80,14 @@ impl Tool for RunCommand {
                 source,
             })?;
         let subject = format!("agent-git: run {}", one_line(&args.command, 50));
-        let absorbed =
-            workspace.absorb_command(&subject, ctx.note, ctx.guard.protection(), &before)?;
+        let hooks = ctx.hooks();
+        let absorbed = workspace.absorb_command(
+            &subject,
+            ctx.note,
+            ctx.guard.protection(),
+            &before,
+            &*hooks,
+        )?;
 
         let status = match (raw.exit_code, raw.timed_out, raw.interrupted) {
             (_, true, _) => format!("killed after {timeout} s (timeout)"),
@@ -114,6 +120,9 @@ impl Tool for RunCommand {
         if let CommitOutcome::Refused(paths) = &absorbed.commit.outcome {
             refused.push(super::refused_protected(paths));
         }
+        if let CommitOutcome::Rejected { hook, output } = &absorbed.commit.outcome {
+            refused.push(super::rejected_by_hook(hook, output).content);
+        }
         refused.extend(super::dropped_lines(&absorbed.commit.dropped));
         text.push_str(match committed {
             Some(_) => "\n[the files it changed were committed]",
@@ -135,6 +144,9 @@ impl Tool for RunCommand {
         }
         if !absorbed.restored.is_empty() {
             summary.push_str(", refused: git state restored");
+        }
+        if let CommitOutcome::Rejected { hook, .. } = &absorbed.commit.outcome {
+            summary.push_str(&format!(", refused: {hook} hook"));
         }
         Ok(ToolOutcome {
             commit: committed,

@@ -80,13 +80,49 @@ pub enum CommitOutcome {
     NoChange,
     /// The change touched protected paths; it was rolled back whole.
     Refused(Vec<String>),
+    /// A commit hook of the repository refused the change; it was rolled back whole.
+    Rejected {
+        hook: &'static str,
+        output: String,
+    },
 }
+
+/// The repository's own commit hooks, run as `git commit` runs them: `pre-commit` with the
+/// change staged, then `commit-msg` on the message.
+pub trait CommitHooks {
+    /// None when it passed or there is none; the hook's output when it refused.
+    fn pre_commit(&self) -> Result<Option<String>, WorkspaceError>;
+    /// The message as the hook left it, or the hook's output when it refused.
+    fn commit_msg(&self, message: &str) -> Result<Result<String, String>, WorkspaceError>;
+}
+
+/// No hooks: `--no-verify`, and the harness's own commits.
+pub struct NoHooks;
+
+impl CommitHooks for NoHooks {
+    fn pre_commit(&self) -> Result<Option<String>, WorkspaceError> {
+        Ok(None)
+    }
+
+    fn commit_msg(&self, message: &str) -> Result<Result<String, String>, WorkspaceError> {
+        Ok(Ok(message.to_string()))
+    }
+}
+
+/// The hooks agent commits run, by their git names.
+pub const COMMIT_HOOKS: [&str; 2] = ["pre-commit", "commit-msg"];
 
 /// A file left out of a commit, and why (said to the model).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
     pub path: String,
     pub why: String,
+}
+
+/// Where a commit stands: a tree staged to be committed, or already decided.
+enum Staged {
+    Tree(Oid),
+    Done(CommitOutcome),
 }
 
 /// A commit attempt: what became of it, and the files that were left out.
@@ -170,6 +206,7 @@ impl Workspace {
         subject: &str,
         body: &str,
         protection: &Protection,
+        hooks: &dyn CommitHooks,
     ) -> Result<CommitResult, WorkspaceError> {
         let head = self.repo.head()?.peel_to_commit()?;
         let head_tree = head.tree()?;
@@ -178,32 +215,107 @@ impl Workspace {
         if index.write_tree()? != head_tree.id() {
             index.read_tree(&head_tree)?;
         }
-        let dropped = self.stage_changes(&mut index)?;
-        let tree_id = index.write_tree()?;
-        let result = |outcome| CommitResult {
-            outcome,
-            dropped: dropped.clone(),
+        let mut dropped = self.stage_changes(&mut index)?;
+        let mut staged = self.check_staged(&mut index, &head_tree, protection)?;
+        if let Staged::Tree(_) = staged {
+            if let Some(output) = hooks.pre_commit()? {
+                staged = self.roll_back(&mut index, &head_tree, "pre-commit", output)?;
+            } else {
+                // A hook may have changed files (a formatter): what it left is committed.
+                dropped.extend(self.stage_changes(&mut index)?);
+                staged = self.check_staged(&mut index, &head_tree, protection)?;
+            }
+        }
+        let outcome = match staged {
+            Staged::Done(outcome) => outcome,
+            Staged::Tree(tree_id) => {
+                let message = commit_message(subject, body, &self.run_id);
+                match hooks.commit_msg(&message)? {
+                    Ok(message) => self.commit_tree(tree_id, &head, &message)?,
+                    Err(output) => {
+                        match self.roll_back(&mut index, &head_tree, "commit-msg", output)? {
+                            Staged::Done(outcome) => outcome,
+                            Staged::Tree(_) => CommitOutcome::NoChange,
+                        }
+                    }
+                }
+            }
         };
+        Ok(CommitResult { outcome, dropped })
+    }
+
+    /// The staged tree, or why there is nothing to commit: no change, or a protected one
+    /// (then rolled back whole).
+    fn check_staged(
+        &self,
+        index: &mut git2::Index,
+        head_tree: &git2::Tree,
+        protection: &Protection,
+    ) -> Result<Staged, WorkspaceError> {
+        let tree_id = index.write_tree()?;
         if tree_id == head_tree.id() {
             index.write()?;
-            return Ok(result(CommitOutcome::NoChange));
+            return Ok(Staged::Done(CommitOutcome::NoChange));
         }
         let tree = self.repo.find_tree(tree_id)?;
-        let touched = protected_changes(&self.repo, &head_tree, &tree, protection)?;
+        let touched = protected_changes(&self.repo, head_tree, &tree, protection)?;
         if !touched.is_empty() {
-            index.read_tree(&head_tree)?;
+            index.read_tree(head_tree)?;
             index.write()?;
             self.discard_changes()?;
-            return Ok(result(CommitOutcome::Refused(touched)));
+            return Ok(Staged::Done(CommitOutcome::Refused(touched)));
         }
+        // Written, so that a hook sees the change staged as `git commit` would show it.
         index.write()?;
-        let message = commit_message(subject, body, &self.run_id);
+        Ok(Staged::Tree(tree_id))
+    }
+
+    /// Undoes a change a hook refused: index and work tree back to the branch.
+    fn roll_back(
+        &self,
+        index: &mut git2::Index,
+        head_tree: &git2::Tree,
+        hook: &'static str,
+        output: String,
+    ) -> Result<Staged, WorkspaceError> {
+        index.read_tree(head_tree)?;
+        index.write()?;
+        self.discard_changes()?;
+        Ok(Staged::Done(CommitOutcome::Rejected { hook, output }))
+    }
+
+    fn commit_tree(
+        &self,
+        tree_id: Oid,
+        head: &git2::Commit,
+        message: &str,
+    ) -> Result<CommitOutcome, WorkspaceError> {
+        let tree = self.repo.find_tree(tree_id)?;
         let author = Signature::now(AGENT_NAME, AGENT_EMAIL)?;
         let committer = self.committer()?;
         let oid = self
             .repo
-            .commit(Some("HEAD"), &author, &committer, &message, &tree, &[&head])?;
-        Ok(result(CommitOutcome::Committed(oid)))
+            .commit(Some("HEAD"), &author, &committer, message, &tree, &[head])?;
+        Ok(CommitOutcome::Committed(oid))
+    }
+
+    /// The repository's hook `name` as `git commit` would run it: under `core.hooksPath`
+    /// (relative to the work tree) or the common git dir's `hooks`, if it is an executable file.
+    pub fn hook_path(&self, name: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let configured = self
+            .repo
+            .config()
+            .ok()
+            .and_then(|c| c.get_path("core.hooksPath").ok());
+        let dir = match configured {
+            Some(dir) if dir.is_absolute() => dir,
+            Some(dir) => self.worktree_path.join(dir),
+            None => self.common_dir.join("hooks"),
+        };
+        let path = dir.join(name);
+        let meta = std::fs::metadata(&path).ok()?;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(path)
     }
 
     /// Puts every changed path the work tree shows into `index` (only those: unchanged files

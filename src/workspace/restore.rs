@@ -119,15 +119,16 @@ impl Workspace {
         body: &str,
         protection: &Protection,
         before: &Snapshot,
+        hooks: &dyn super::CommitHooks,
     ) -> Result<Absorbed, WorkspaceError> {
-        match self.absorb(subject, body, protection, before) {
+        match self.absorb(subject, body, protection, before, hooks) {
             // A tree nested deeper than git walks: cut it off where it goes too deep, once.
             Err(e) if e.to_string().contains("nesting too deep") => {
                 let cut = self.cut_too_deep();
                 if cut.is_empty() {
                     return Err(e);
                 }
-                let mut absorbed = self.absorb(subject, body, protection, before)?;
+                let mut absorbed = self.absorb(subject, body, protection, before, hooks)?;
                 absorbed.commit.dropped.extend(cut);
                 Ok(absorbed)
             }
@@ -166,6 +167,7 @@ impl Workspace {
         body: &str,
         protection: &Protection,
         before: &Snapshot,
+        hooks: &dyn super::CommitHooks,
     ) -> Result<Absorbed, WorkspaceError> {
         let mut restored = Vec::new();
         if self.restore_dot_git(&before.dot_git)? {
@@ -174,7 +176,7 @@ impl Workspace {
         restored.extend(self.restore_refs(before.head)?);
         let head_tree = self.repo.find_commit(before.head)?.tree()?;
         let reverted = self.restore_protected_to(&head_tree, protection)?;
-        let commit = self.commit_changes(subject, body, protection)?;
+        let commit = self.commit_changes(subject, body, protection, hooks)?;
         Ok(Absorbed {
             reverted,
             restored,

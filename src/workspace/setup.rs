@@ -195,7 +195,7 @@ pub fn sweep_abandoned_worktrees(repo: &Repository) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::guard::Protection;
-    use crate::workspace::CommitOutcome;
+    use crate::workspace::{CommitOutcome, NoHooks};
 
     fn repo_with_commit(dir: &Path) -> (Repository, Oid) {
         let repo = Repository::init(dir).unwrap();
@@ -230,7 +230,7 @@ mod tests {
         )
         .unwrap();
         let CommitOutcome::Committed(oid) = ws
-            .commit_changes("fix", "why", &protection)
+            .commit_changes("fix", "why", &protection, &NoHooks)
             .unwrap()
             .outcome
         else {
@@ -238,14 +238,18 @@ mod tests {
         };
         assert_eq!(ws.head().unwrap(), oid);
         assert_eq!(
-            ws.commit_changes("again", "", &protection).unwrap().outcome,
+            ws.commit_changes("again", "", &protection, &NoHooks)
+                .unwrap()
+                .outcome,
             CommitOutcome::NoChange
         );
 
         std::fs::write(ws.path().join("tests/test_calc.py"), "").unwrap();
         std::fs::write(ws.path().join("new.py"), "x = 1\n").unwrap();
         assert_eq!(
-            ws.commit_changes("sneak", "", &protection).unwrap().outcome,
+            ws.commit_changes("sneak", "", &protection, &NoHooks)
+                .unwrap()
+                .outcome,
             CommitOutcome::Refused(vec!["tests/test_calc.py".into()])
         );
         assert_eq!(ws.head().unwrap(), oid);
@@ -288,7 +292,9 @@ mod tests {
         std::fs::remove_file(ws.path().join("tests/test_calc.py")).unwrap();
         std::fs::write(ws.path().join("conftest.py"), "skip everything").unwrap();
         std::fs::write(ws.path().join("calc.py"), "changed").unwrap();
-        let absorbed = ws.absorb_command("run", "", &protection, &before).unwrap();
+        let absorbed = ws
+            .absorb_command("run", "", &protection, &before, &NoHooks)
+            .unwrap();
         let mut restored = absorbed.reverted.clone();
         restored.sort();
         assert_eq!(restored, vec!["conftest.py", "tests/test_calc.py"]);
