@@ -46,6 +46,8 @@ pub struct RunPlan {
     pub run_hooks: bool,
     /// What the report should say beyond the model's notes.
     pub notes: Vec<String>,
+    /// The conversation of the attempt being resumed; None for a new run.
+    pub resume: Option<Vec<crate::model::Message>>,
 }
 
 pub struct Finished {
@@ -285,6 +287,7 @@ fn work(
         interrupt,
         progress,
         only_if_failing: plan.only_if_failing,
+        resume: plan.resume.take(),
     };
     let result = runtime.block_on(agent.run(&plan.task, &tools));
     Ok((result, sandbox.describe()))

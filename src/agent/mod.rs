@@ -156,6 +156,8 @@ pub struct Agent<'a> {
     pub progress: &'a mut dyn FnMut(&str),
     /// End the run before the first model call when the tests already pass.
     pub only_if_failing: bool,
+    /// The conversation of an earlier attempt on the same branch, to go on from.
+    pub resume: Option<Vec<Message>>,
 }
 
 struct Loop {
@@ -203,14 +205,36 @@ impl Agent<'_> {
         if self.only_if_failing && initial.passed {
             return RunResult::before_the_model(Outcome::AlreadyPassing, initial);
         }
-        let first = first_message(task, self.brief, &initial);
+        let (messages, tests) = match self.resume.take() {
+            None => {
+                let first = first_message(task, self.brief, &initial);
+                (
+                    vec![Message::user(vec![ContentBlock::text(first)])],
+                    initial,
+                )
+            }
+            Some(prior) => match self.verifier.run() {
+                Ok(now) => {
+                    (self.progress)(&format!(
+                        "resumed; the branch's tests now: {}",
+                        now.summary()
+                    ));
+                    (resumed(prior, &now), now)
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    let tests = TestResult::not_run(&self.verifier.plan.label, &why);
+                    return RunResult::before_the_model(Outcome::HarnessError(why), tests);
+                }
+            },
+        };
         let mut state = Loop {
             turns: 0,
             actions: Vec::new(),
             commits: Vec::new(),
-            messages: vec![Message::user(vec![ContentBlock::text(first)])],
+            messages,
             tested_at: self.verifier.workspace.head().ok(),
-            tests: initial,
+            tests,
             usage: Usage::default(),
             context_used: 0,
             sent_bytes: 0,
@@ -502,6 +526,40 @@ impl Agent<'_> {
     }
 }
 
+/// An earlier attempt's conversation, made whole and told where things stand: calls it made
+/// that never ran are answered so, and the tests of the branch as it is are given.
+fn resumed(mut messages: Vec<Message>, now: &TestResult) -> Vec<Message> {
+    let dangling: Vec<String> = match messages.last() {
+        Some(last) if last.role == Role::Assistant => last
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::ToolUse { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut answer: Vec<ContentBlock> = dangling
+        .into_iter()
+        .map(|id| ContentBlock::ToolResult {
+            tool_use_id: id,
+            content: "not run: the run stopped before this call ran".into(),
+            is_error: true,
+        })
+        .collect();
+    answer.push(ContentBlock::text(format!(
+        "The run stopped here and has been resumed, with a fresh budget, on the same branch. \
+         The harness ran the tests of the branch as it is now.\n{}",
+        describe_for_model(now)
+    )));
+    match messages.last_mut() {
+        Some(last) if last.role == Role::User => last.content.extend(answer),
+        _ => messages.push(Message::user(answer)),
+    }
+    messages
+}
+
 /// The task, the repository's instructions, the first test result, then what the brief adds
 /// (the failing tests' context, a map of the repository).
 fn first_message(task: &str, brief: &crate::brief::Brief, initial: &TestResult) -> String {
@@ -541,5 +599,56 @@ fn conversation_bytes(messages: &[Message]) -> usize {
 async fn wait_for(flag: &AtomicBool) {
     while !flag.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn failing() -> TestResult {
+        TestResult::not_run("make test", "it stopped")
+    }
+
+    #[test]
+    fn a_resumed_conversation_answers_calls_that_never_ran_and_gives_the_tests() {
+        let task = Message::user(vec![ContentBlock::text("Task")]);
+        let call = Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::text("Editing."),
+                ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "edit_file".into(),
+                    input: json!({}),
+                },
+            ],
+        };
+        let resumed_after_call = resumed(vec![task.clone(), call.clone()], &failing());
+        assert_eq!(resumed_after_call.len(), 3);
+        let answer = &resumed_after_call[2];
+        assert_eq!(answer.role, Role::User);
+        assert_eq!(
+            answer.content[0],
+            ContentBlock::ToolResult {
+                tool_use_id: "t1".into(),
+                content: "not run: the run stopped before this call ran".into(),
+                is_error: true
+            }
+        );
+        let ContentBlock::Text { text } = &answer.content[1] else {
+            panic!("the tests follow the answers");
+        };
+        assert!(
+            text.starts_with("The run stopped here and has been resumed"),
+            "{text}"
+        );
+        assert!(text.contains("Tests (make test)"), "{text}");
+
+        // Ended on the harness's own message: the news joins it, the roles still alternate.
+        let resumed_after_user = resumed(vec![task.clone()], &failing());
+        assert_eq!(resumed_after_user.len(), 1);
+        assert_eq!(resumed_after_user[0].content.len(), 2);
     }
 }

@@ -303,6 +303,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         interactive: interactive(args.interactive),
         run_hooks: !args.no_verify,
         notes: Vec::new(),
+        resume: None,
         sandbox: match args.sandbox {
             SandboxFlag::On => crate::sandbox::Mode::On,
             SandboxFlag::Off => crate::sandbox::Mode::Off,

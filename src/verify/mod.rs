@@ -125,7 +125,8 @@ impl<'a> Verifier<'a> {
 
     /// The run before any change: the tests it names become the inventory.
     pub fn baseline(&self) -> Result<TestResult, VerifyError> {
-        let mut result = self.test()?;
+        // The base's tree, also when a resumed run starts from a branch with edits on it.
+        let mut result = self.test(self.workspace.base_tree()?)?;
         let inventory = Inventory::of(&result);
         result.exit_code_only = inventory.as_ref().is_none_or(Inventory::is_empty);
         *self.inventory.borrow_mut() = inventory;
@@ -134,7 +135,7 @@ impl<'a> Verifier<'a> {
 
     /// A run of the branch as it is now, held to the inventory.
     pub fn run(&self) -> Result<TestResult, VerifyError> {
-        let mut result = self.test()?;
+        let mut result = self.test(self.workspace.verification_tree(self.protection)?)?;
         Inventory::check(self.inventory.borrow().as_ref(), &mut result);
         Ok(result)
     }
@@ -147,13 +148,13 @@ impl<'a> Verifier<'a> {
     /// One test run, and for a pass that stood on state earlier runs left (a build cache
     /// they wrote, what the setup command made from another tree), one more from scratch:
     /// that is the one that counts.
-    fn test(&self) -> Result<TestResult, VerifyError> {
+    fn test(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
         let cached = self.uses_build_cache() && self.room.borrow().cache_was_written();
-        let mut result = self.test_once(Cache::Shared, Report::Asked)?;
+        let mut result = self.test_once(tree, Cache::Shared, Report::Asked)?;
         let stale_setup = self.room.borrow().setup_is_stale();
         if result.passed && (cached || stale_setup) {
             self.room.borrow_mut().clear_setup()?;
-            result = self.test_once(Cache::Fresh, Report::Asked)?;
+            result = self.test_once(tree, Cache::Fresh, Report::Asked)?;
             if self.uses_build_cache() {
                 self.room.borrow_mut().adopt_fresh_cache()?;
             }
@@ -162,7 +163,7 @@ impl<'a> Verifier<'a> {
             // The report file is written by the very process that runs the code under test,
             // which can also see that it was asked for: the pass stands only if the command,
             // run as anyone would run it, succeeds too.
-            let plain = self.test_once(Cache::Shared, Report::NotAsked)?;
+            let plain = self.test_once(tree, Cache::Shared, Report::NotAsked)?;
             if !plain.passed {
                 return Ok(plain.disputed());
             }
@@ -190,8 +191,12 @@ impl<'a> Verifier<'a> {
         matches!(self.plan.runner, Runner::Cargo | Runner::Other)
     }
 
-    fn test_once(&self, cache: Cache, report: Report) -> Result<TestResult, VerifyError> {
-        let tree = self.workspace.verification_tree(self.protection)?;
+    fn test_once(
+        &self,
+        tree: git2::Oid,
+        cache: Cache,
+        report: Report,
+    ) -> Result<TestResult, VerifyError> {
         let mut room = self.room.borrow_mut();
         room.reset_to(tree)?;
         if let Some(setup) = &self.plan.setup {

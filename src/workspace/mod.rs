@@ -454,6 +454,11 @@ impl Workspace {
 
     /// The tree the tests are judged on: the branch's last commit, with every protected path
     /// and shared config file whose test sections changed exactly as in the base commit.
+    /// The tree of the commit the run started from.
+    pub fn base_tree(&self) -> Result<Oid, WorkspaceError> {
+        Ok(self.repo.find_commit(self.base)?.tree_id())
+    }
+
     pub fn verification_tree(&self, protection: &Protection) -> Result<Oid, WorkspaceError> {
         let head_tree = self.repo.head()?.peel_to_tree()?;
         let base_tree = self.repo.find_commit(self.base)?.tree()?;
