@@ -133,7 +133,8 @@ fn a_wrong_edit_is_rejected_by_the_tests_then_the_right_one_passes() {
             "edit_file",
             "delete_file",
             "run_tests",
-            "run_command"
+            "run_command",
+            "ask_user"
         ]
     );
     let messages = run.transcript["messages"].as_array().unwrap();
@@ -509,7 +510,12 @@ fn ctrl_c_ends_the_run_with_a_report_and_leaves_the_checkout_alone() {
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
-    assert!(first.contains("on branch agent/int"), "{first}");
+    assert!(
+        first.contains("your uncommitted changes are not part of this run"),
+        "{first}"
+    );
+    let second = lines.next().unwrap().unwrap();
+    assert!(second.contains("on branch agent/int"), "{second}");
     std::thread::sleep(std::time::Duration::from_millis(300));
     interrupt(&child);
     let out = child.wait_with_output().unwrap();
