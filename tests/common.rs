@@ -134,6 +134,18 @@ impl TestEnv {
         self.git(dir, &["show", rev_path])
     }
 
+    /// The `Agent-Tool` trailers of the commits on `branch` since `main`, oldest first: which
+    /// tool call made each edit.
+    pub fn tool_trailers(&self, dir: &Path, branch: &str) -> Vec<String> {
+        let range = format!("main..{branch}");
+        let format = "--format=%(trailers:key=Agent-Tool,valueonly)";
+        self.git(dir, &["log", "--reverse", format, &range])
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Subjects of the commits on `branch` since `main`, oldest first.
     pub fn subjects(&self, dir: &Path, branch: &str) -> Vec<String> {
         let range = format!("main..{branch}");
