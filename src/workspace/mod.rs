@@ -5,6 +5,7 @@
 mod cleanroom;
 pub mod dates;
 pub mod demo;
+pub mod notes;
 mod restore;
 mod setup;
 
@@ -372,6 +373,15 @@ impl Workspace {
             &head.tree()?,
             &[&head],
         )?)
+    }
+
+    /// Keeps the run's conversation in git, as the note of its report commit.
+    pub fn store_transcript(
+        &self,
+        report: Oid,
+        transcript: &serde_json::Value,
+    ) -> Result<Oid, WorkspaceError> {
+        notes::store_transcript(&self.repo, report, transcript)
     }
 
     /// The user's identity when git knows it, else agent-git's own.
