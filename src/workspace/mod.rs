@@ -5,6 +5,8 @@
 mod cleanroom;
 pub mod dates;
 pub mod demo;
+pub mod discard;
+pub mod land;
 pub mod notes;
 mod restore;
 mod setup;
