@@ -52,7 +52,7 @@ fn fixes_the_calc_example_on_its_own_branch() {
     let report = env.message(&repo, "agent/calc");
     assert!(report.contains("[2] edit calc.py -> commit "), "{report}");
     assert!(report.contains("calc.py +1 -1"), "{report}");
-    assert!(report.contains("git merge agent/calc"), "{report}");
+    assert!(report.contains("agent-git apply agent/calc"), "{report}");
     assert_eq!(
         stdout(&out).trim(),
         report.trim(),
