@@ -441,3 +441,43 @@ fn the_transcript_is_kept_in_git_and_survives_gc_until_discarded() {
         "the transcript is gone after gc"
     );
 }
+
+#[test]
+fn a_run_in_progress_shows_as_running_and_cannot_be_discarded() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let script = env.script("r.json", json!([end_turn("Done.")]));
+    let model = format!("script:{}", script.display());
+    let args = ["fix", "--model", &model, "--branch", "agent/slow"];
+    let mut child = env
+        .agent_cmd(
+            &repo,
+            &[&args[..], &["--test-cmd", "sleep 3; false"]].concat(),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("on branch agent/slow"), "{first}");
+
+    let listed = stdout(&env.agent(&repo, &["runs"]));
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("agent/slow"))
+        .unwrap();
+    assert_eq!(row.split_whitespace().nth(2), Some("running"), "{listed}");
+    let out = env.agent(&repo, &["discard", "agent/slow"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("is still going"), "{}", stderr(&out));
+    let out = env.agent(&repo, &["gc", "--failed", "--older-than", "0s"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    lines.for_each(drop);
+    child.wait().unwrap();
+    assert!(branches(&env, &repo).contains(&"agent/slow".to_string()));
+    let listed = stdout(&env.agent(&repo, &["runs"]));
+    assert!(!listed.contains("running"), "{listed}");
+}
