@@ -9,6 +9,7 @@ pub mod leftovers;
 pub mod model;
 pub mod report;
 pub mod run;
+pub mod runs;
 pub mod sandbox;
 pub mod secrets;
 pub mod settings;

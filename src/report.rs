@@ -139,7 +139,7 @@ impl Report<'_> {
                 self.branch
             ));
             out.push(format!("  git diff {}..{}", short(self.base), self.branch));
-            out.push(format!("  git merge {}", self.branch));
+            out.push(format!("  agent-git apply {}", self.branch));
         }
         if !self.notes.is_empty() {
             out.push(String::new());
@@ -393,7 +393,7 @@ Files changed since base:
 Review:
   git log -p 0123456..agent/fix-the-adder-ab12cd34
   git diff 0123456..agent/fix-the-adder-ab12cd34
-  git merge agent/fix-the-adder-ab12cd34
+  agent-git apply agent/fix-the-adder-ab12cd34
 
 Agent-Run: ab12cd34
 Agent-Outcome: turn-limit

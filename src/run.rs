@@ -102,7 +102,7 @@ pub fn execute(
         Ok((result, sandbox)) if !result.outcome.keeps_branch() => {
             return finish_without_branch(&plan, workspace, result, &sandbox);
         }
-        Ok((result, sandbox)) => write_report(&plan, &workspace, result, &sandbox),
+        Ok((result, sandbox)) => write_report(&plan, &workspace, result, &sandbox, progress),
         Err(e) => Err(e),
     };
     if plan.keep_worktree {
@@ -219,8 +219,7 @@ fn run_in(
     };
     if let Some(path) = &plan.transcript {
         // A transcript that cannot be written must not cost the user the report.
-        let tools = Registry::builtin().specs();
-        if let Err(e) = write_transcript(path, &plan.system, &tools, &result) {
+        if let Err(e) = write_transcript(path, &transcript(&plan.system, &result)) {
             progress(&format!(
                 "cannot write the transcript {}: {e}",
                 path.display()
@@ -307,14 +306,15 @@ fn ask_at_terminal(question: &str) -> Option<String> {
     Some(answer.trim().to_string())
 }
 
-fn write_transcript(
-    path: &std::path::Path,
-    system: &str,
-    tools: &[crate::model::ToolSpec],
-    result: &RunResult,
-) -> std::io::Result<()> {
-    let transcript = json!({"system": system, "tools": tools, "messages": result.messages});
-    std::fs::write(path, serde_json::to_string_pretty(&transcript)?)
+/// The whole conversation (system, tools, messages): the file of `--transcript` and the note
+/// on the report commit. The API key is never part of it.
+pub fn transcript(system: &str, result: &RunResult) -> Value {
+    let tools = Registry::builtin().specs();
+    json!({"system": system, "tools": tools, "messages": result.messages})
+}
+
+fn write_transcript(path: &std::path::Path, transcript: &Value) -> std::io::Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(transcript)?)
 }
 
 /// What the report says of the plan that is not kept as text in it.
@@ -369,6 +369,7 @@ fn write_report(
     workspace: &Workspace,
     result: RunResult,
     sandbox: &str,
+    progress: &mut dyn FnMut(&str),
 ) -> Result<Finished, RunError> {
     let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
     let files = workspace.diffstat().map_err(|e| harness(&e))?;
@@ -376,6 +377,11 @@ fn write_report(
     let report = report(plan, &labels, &result, &files, sandbox);
     let message = report.message();
     let report_commit = workspace.commit_report(&message).map_err(|e| harness(&e))?;
+    // Like the file, a note that cannot be stored must not cost the user the report.
+    let conversation = transcript(&plan.system, &result);
+    if let Err(e) = workspace.store_transcript(report_commit, &conversation) {
+        progress(&format!("cannot store the transcript in git: {e}"));
+    }
     let commits: Vec<String> = result.commits.iter().map(|c| c.to_string()).collect();
     let worktree = plan
         .keep_worktree

@@ -134,6 +134,18 @@ impl TestEnv {
         self.git(dir, &["show", rev_path])
     }
 
+    /// The `Agent-Tool` trailers of the commits on `branch` since `main`, oldest first: which
+    /// tool call made each edit.
+    pub fn tool_trailers(&self, dir: &Path, branch: &str) -> Vec<String> {
+        let range = format!("main..{branch}");
+        let format = "--format=%(trailers:key=Agent-Tool,valueonly)";
+        self.git(dir, &["log", "--reverse", format, &range])
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
     /// Subjects of the commits on `branch` since `main`, oldest first.
     pub fn subjects(&self, dir: &Path, branch: &str) -> Vec<String> {
         let range = format!("main..{branch}");
@@ -180,7 +192,8 @@ pub fn fix_add() -> Value {
 }
 
 /// Everything about a user's repository that a run must leave alone: HEAD, the index file,
-/// every ref outside the agent's branches, the stash, and every file of the working tree.
+/// every ref outside the agent's branches and transcript notes, the stash, and every file of
+/// the working tree.
 #[derive(Debug, PartialEq, Eq)]
 pub struct UserState {
     head: String,
@@ -198,6 +211,8 @@ impl UserState {
             .git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
             .lines()
             .filter(|l| !l.starts_with("refs/heads/agent/"))
+            // agent-git's own: the transcripts of runs (see README, "Reviewing and landing runs").
+            .filter(|l| !l.starts_with("refs/notes/agent-git "))
             .collect::<Vec<_>>()
             .join("\n");
         UserState {

@@ -74,7 +74,7 @@ fn a_test_command_that_cannot_run_stops_before_the_model_is_called() {
         for hint in ["--test-cmd", "--setup-cmd", "--allow-write"] {
             assert!(text.contains(hint), "{hint}: {text}");
         }
-        assert!(!text.contains("git merge"), "no branch to review: {text}");
+        assert!(!text.contains("Review:"), "no branch to review: {text}");
     }
     assert_eq!(UserState::capture(&env, &repo), before);
 }

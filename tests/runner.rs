@@ -12,6 +12,7 @@ mod models;
 mod passed;
 mod protection;
 mod runners;
+mod runs;
 mod sandbox;
 mod setup;
 mod start;

@@ -91,10 +91,13 @@ fn shell_changes_to_tests_are_reverted_and_the_rest_is_committed() {
     );
     let subjects = env.subjects(&repo, "agent/shell");
     assert!(
-        subjects.contains(
-            &"agent-git: run sed -i 's/== 5/== -1/' test_calc.py && echo '# tou...".to_string()
-        ),
+        subjects.contains(&"Make the test agree".to_string()),
         "{subjects:?}"
+    );
+    let tools = env.tool_trailers(&repo, "agent/shell");
+    assert!(
+        tools.contains(&"run sed -i 's/== 5/== -1/' test_calc.py && echo '# tou...".to_string()),
+        "{tools:?}"
     );
     assert_eq!(UserState::capture(&env, &repo), before);
 }

@@ -1,4 +1,5 @@
-//! `agent-git gc`: removes what runs that did not finish left behind.
+//! `agent-git gc`: removes what runs that did not finish left behind and, when asked, the
+//! branches of finished runs.
 
 use super::CliError;
 use clap::Args;
@@ -6,14 +7,27 @@ use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]
 pub struct GcArgs {
-    /// The repository whose leftover work trees to remove [default: the one containing the
-    /// current directory, if any]. Temp dirs and cgroups are removed either way.
+    /// The repository [default: the one containing the current directory, if any]. Temp dirs
+    /// and cgroups are removed either way.
     #[arg(long)]
     pub repo: Option<PathBuf>,
+    /// Also delete the branches (with their kept work trees and transcripts) of runs finished
+    /// longer ago than this: `14d`, `2w`, `12h`.
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    pub older_than: Option<i64>,
+    /// Also delete the branches of runs that did not pass (with --older-than: only those).
+    #[arg(long)]
+    pub failed: bool,
+}
+
+fn parse_age(text: &str) -> Result<i64, String> {
+    crate::runs::age::parse_duration(text)
+        .ok_or_else(|| format!("`{text}` is not an age; write it like 14d, 2w, 12h or 30m"))
 }
 
 /// Removes the work trees, temp dirs and cgroups of runs that are gone (killed, or the machine
-/// went down); a run still going keeps everything. Branches always stay.
+/// went down); a run still going keeps everything. Branches stay unless --older-than or
+/// --failed asks for them.
 pub fn run(args: GcArgs) -> Result<u8, CliError> {
     let repo = match &args.repo {
         Some(path) => Some(crate::workspace::open_user_repo(path)?),
@@ -23,5 +37,29 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
     };
     let swept = crate::run::sweep_leftovers(repo.as_ref());
     println!("agent-git gc: {}", swept.describe());
+    let deletes_runs = args.failed || args.older_than.is_some();
+    match repo {
+        Some(repo) if deletes_runs => delete_runs(&repo, &args),
+        None if deletes_runs => Err(CliError::Usage(
+            "--failed and --older-than need a repository; run in one or pass --repo PATH".into(),
+        )),
+        _ => Ok(0),
+    }
+}
+
+/// Deletes the runs asked for, skipping (and naming) the ones that may not go.
+fn delete_runs(repo: &git2::Repository, args: &GcArgs) -> Result<u8, CliError> {
+    let runs = crate::runs::list(repo)?;
+    let now = crate::runs::now();
+    for run in crate::runs::doomed(&runs, args.failed, args.older_than, now) {
+        match crate::runs::discard(repo, run) {
+            Ok(()) => println!(
+                "deleted branch {} (run {}, {})",
+                run.branch, run.run_id, run.outcome
+            ),
+            Err(e) if e.is_refusal() => println!("kept branch {}: {e}", run.branch),
+            Err(e) => return Err(e.into()),
+        }
+    }
     Ok(0)
 }

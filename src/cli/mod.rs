@@ -1,9 +1,14 @@
 //! The command line: one file per subcommand, each only glue between clap and the library.
 
+pub mod apply;
 pub mod demo;
+pub mod discard;
 pub mod fix;
 pub mod gc;
+pub mod runs;
 pub mod sandbox_exec;
+pub mod show;
+pub mod transcript;
 
 use clap::{Parser, Subcommand};
 
@@ -16,7 +21,13 @@ Exit codes:
   3    the model failed or refused, and the tests still fail (report written)
   4    the harness failed after the branch was created, or the test command cannot run at
        all (the model is not called, no branch is kept)
-  130  interrupted (Ctrl-C; report written)";
+  130  interrupted (Ctrl-C; report written)
+
+runs, show, apply, discard, transcript, gc:
+  0    done
+  2    usage error or refusal: nothing was changed (unknown or ambiguous run, a dirty
+       checkout, a conflict, a branch checked out)
+  4    git failed under agent-git";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -38,8 +49,19 @@ pub enum Command {
     Fix(Box<fix::FixArgs>),
     /// Run the fix loop on a built-in example with a scripted model (no API key, no network).
     Demo(demo::DemoArgs),
+    /// List the repository's agent runs, newest first.
+    Runs(runs::RunsArgs),
+    /// Show a run: its report, its commits and the files it changed.
+    Show(show::ShowArgs),
+    /// Bring a run's work onto the current branch: one commit, or a merge (--merge).
+    Apply(apply::ApplyArgs),
+    /// Delete a run's branch, its kept work tree and its stored transcript.
+    Discard(discard::DiscardArgs),
+    /// Print the conversation of a run, stored in git (refs/notes/agent-git), as JSON.
+    Transcript(transcript::TranscriptArgs),
     /// Remove what runs that did not finish left behind (work trees, temp dirs, cgroups);
-    /// branches stay. Every run does this for its repository as it starts.
+    /// with --failed or --older-than, also the branches of such runs. Every run does the
+    /// first for its repository as it starts.
     Gc(gc::GcArgs),
     /// The sandbox helper that agent-git runs commands through.
     #[command(hide = true, name = "sandbox-exec")]
@@ -80,6 +102,26 @@ impl From<crate::workspace::SetupError> for CliError {
     }
 }
 
+impl From<crate::runs::RunsError> for CliError {
+    fn from(e: crate::runs::RunsError) -> Self {
+        if e.is_refusal() {
+            CliError::Usage(e.to_string())
+        } else {
+            CliError::Harness(e.to_string())
+        }
+    }
+}
+
+/// The repository at `path`, or the one containing the current directory.
+fn open_repo(path: Option<&std::path::Path>) -> Result<git2::Repository, CliError> {
+    let dir = match path {
+        Some(path) => path.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| CliError::Usage(format!("cannot read the current directory: {e}")))?,
+    };
+    Ok(crate::workspace::open_user_repo(&dir)?)
+}
+
 /// Runs a parsed command line; the result is the process exit code.
 pub fn run(cli: Cli) -> Result<u8, CliError> {
     // Before anything else starts a thread. Not in the sandbox helper: its environment is
@@ -90,6 +132,11 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     match cli.command {
         Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),
+        Command::Runs(args) => runs::run(args),
+        Command::Show(args) => show::run(args),
+        Command::Apply(args) => apply::run(args),
+        Command::Discard(args) => discard::run(args),
+        Command::Transcript(args) => transcript::run(args),
         Command::Gc(args) => gc::run(args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
     }

@@ -3,8 +3,12 @@
 //! index and working tree are never opened for writing.
 
 mod cleanroom;
+pub mod dates;
 pub mod demo;
 mod dirty;
+pub mod discard;
+pub mod land;
+pub mod notes;
 mod restore;
 mod setup;
 
@@ -291,7 +295,7 @@ impl Workspace {
         message: &str,
     ) -> Result<CommitOutcome, WorkspaceError> {
         let tree = self.repo.find_tree(tree_id)?;
-        let author = Signature::now(AGENT_NAME, AGENT_EMAIL)?;
+        let author = dates::signature(AGENT_NAME, AGENT_EMAIL, "GIT_AUTHOR_DATE")?;
         let committer = self.committer()?;
         let oid = self
             .repo
@@ -480,7 +484,7 @@ impl Workspace {
     /// The report: an empty commit on top of the branch.
     pub fn commit_report(&self, message: &str) -> Result<Oid, WorkspaceError> {
         let head = self.repo.head()?.peel_to_commit()?;
-        let author = Signature::now(AGENT_NAME, AGENT_EMAIL)?;
+        let author = dates::signature(AGENT_NAME, AGENT_EMAIL, "GIT_AUTHOR_DATE")?;
         let committer = self.committer()?;
         Ok(self.repo.commit(
             Some("HEAD"),
@@ -492,45 +496,25 @@ impl Workspace {
         )?)
     }
 
+    /// Keeps the run's conversation in git, as the note of its report commit.
+    pub fn store_transcript(
+        &self,
+        report: Oid,
+        transcript: &serde_json::Value,
+    ) -> Result<Oid, WorkspaceError> {
+        notes::store_transcript(&self.repo, report, transcript)
+    }
+
     /// The user's identity when git knows it, else agent-git's own.
     fn committer(&self) -> Result<Signature<'static>, WorkspaceError> {
-        match self.repo.signature() {
-            Ok(sig) => Ok(sig),
-            Err(_) => Ok(Signature::now(AGENT_NAME, AGENT_EMAIL)?),
-        }
+        Ok(committer(&self.repo)?)
     }
 
     /// Files changed between the base and the branch, with added and removed line counts.
     pub fn diffstat(&self) -> Result<Vec<FileStat>, WorkspaceError> {
         let base_tree = self.repo.find_commit(self.base)?.tree()?;
         let head_tree = self.repo.head()?.peel_to_tree()?;
-        let diff = self
-            .repo
-            .diff_tree_to_tree(Some(&base_tree), Some(&head_tree), None)?;
-        let mut stats = Vec::new();
-        for (i, delta) in diff.deltas().enumerate() {
-            let path = delta
-                .new_file()
-                .path()
-                .or(delta.old_file().path())
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let patch = git2::Patch::from_diff(&diff, i)?;
-            let (added, removed, binary) = match patch {
-                Some(p) => {
-                    let (_, added, removed) = p.line_stats()?;
-                    (added, removed, delta.flags().is_binary())
-                }
-                None => (0, 0, true),
-            };
-            stats.push(FileStat {
-                path,
-                added,
-                removed,
-                binary,
-            });
-        }
-        Ok(stats)
+        Ok(diffstat(&self.repo, &base_tree, &head_tree)?)
     }
 
     /// Removes the worktree and the branch: for a run that made nothing worth keeping.
@@ -570,6 +554,51 @@ impl Workspace {
         if let Some((_, path)) = &self.lease {
             let _ = std::fs::remove_file(path);
         }
+    }
+}
+
+/// Files changed between two trees, with added and removed line counts.
+pub fn diffstat(
+    repo: &Repository,
+    old: &git2::Tree,
+    new: &git2::Tree,
+) -> Result<Vec<FileStat>, git2::Error> {
+    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
+    let mut stats = Vec::new();
+    for (i, delta) in diff.deltas().enumerate() {
+        let path = delta
+            .new_file()
+            .path()
+            .or(delta.old_file().path())
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (added, removed, binary) = match git2::Patch::from_diff(&diff, i)? {
+            Some(p) => {
+                let (_, added, removed) = p.line_stats()?;
+                (added, removed, delta.flags().is_binary())
+            }
+            None => (0, 0, true),
+        };
+        stats.push(FileStat {
+            path,
+            added,
+            removed,
+            binary,
+        });
+    }
+    Ok(stats)
+}
+
+/// The user's identity when git knows it, else agent-git's own; dated as git would.
+pub(crate) fn committer(repo: &Repository) -> Result<Signature<'static>, git2::Error> {
+    let date = "GIT_COMMITTER_DATE";
+    match repo.signature() {
+        Ok(sig) => dates::signature(
+            &String::from_utf8_lossy(sig.name_bytes()),
+            &String::from_utf8_lossy(sig.email_bytes()),
+            date,
+        ),
+        Err(_) => dates::signature(AGENT_NAME, AGENT_EMAIL, date),
     }
 }
 
@@ -692,14 +721,51 @@ fn human_size(bytes: u64) -> String {
     }
 }
 
-fn commit_message(subject: &str, body: &str, run_id: &str) -> String {
-    let body = body.trim();
+/// The message of an agent edit: the subject in the model's words (the first line of its note),
+/// the rest of the note as the body, and trailers naming the tool call and the run. Without a
+/// note, the subject is `fallback` (`agent-git: edit calc.py`).
+fn commit_message(fallback: &str, note: &str, run_id: &str) -> String {
+    let (subject, body) = match note_subject(note) {
+        Some((subject, rest)) => (subject, rest),
+        None => (fallback.to_string(), String::new()),
+    };
+    let action = fallback.strip_prefix("agent-git: ").unwrap_or(fallback);
+    let trailers = format!("Agent-Tool: {}\nAgent-Run: {run_id}\n", one_line(action));
     let message = if body.is_empty() {
-        format!("{subject}\n\nAgent-Run: {run_id}\n")
+        format!("{subject}\n\n{trailers}")
     } else {
-        format!("{subject}\n\n{body}\n\nAgent-Run: {run_id}\n")
+        format!("{subject}\n\n{body}\n\n{trailers}")
     };
     clean_message(&message)
+}
+
+/// The subject a note gives (its first line without markdown marks or a closing period, cut
+/// to 72 characters) and what is left for the body (the whole note when the line was cut).
+fn note_subject(note: &str) -> Option<(String, String)> {
+    let note = note.trim();
+    let (first, rest) = note.split_once('\n').unwrap_or((note, ""));
+    let line = first
+        .trim()
+        .trim_start_matches(['#', '*', '-', '>', ' '])
+        .trim_end_matches(['*', ' '])
+        .trim_end_matches('.')
+        .trim_end();
+    if line.is_empty() {
+        return None;
+    }
+    if line.chars().count() <= SUBJECT_MAX {
+        return Some((line.to_string(), rest.trim().to_string()));
+    }
+    let cut: String = line.chars().take(SUBJECT_MAX - 3).collect();
+    let at_word = cut.rsplit_once(' ').map_or(cut.as_str(), |(head, _)| head);
+    Some((format!("{}...", at_word.trim_end()), note.to_string()))
+}
+
+const SUBJECT_MAX: usize = 72;
+
+/// A trailer's value holds one line.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A commit message git can store: a NUL byte (from a model's text or a path it named) would
@@ -727,8 +793,37 @@ mod tests {
     #[test]
     fn nul_bytes_cannot_end_a_commit_message() {
         assert_eq!(
-            commit_message("agent-git: write a\0b", "why\0", "r1"),
-            "agent-git: write a\\0b\n\nwhy\\0\n\nAgent-Run: r1\n"
+            commit_message("agent-git: write a\0b", "why\0\nbecause\0", "r1"),
+            "why\\0\n\nbecause\\0\n\nAgent-Tool: write a\\0b\nAgent-Run: r1\n"
+        );
+    }
+
+    #[test]
+    fn edit_subjects_are_the_model_s_words() {
+        let message = |note: &str| commit_message("agent-git: edit calc.py", note, "r1");
+        assert_eq!(
+            message("calc: add() adds instead of subtracting.\n\nIt used `-`."),
+            "calc: add() adds instead of subtracting\n\nIt used `-`.\n\n\
+             Agent-Tool: edit calc.py\nAgent-Run: r1\n"
+        );
+        assert_eq!(
+            message("## **Fix add()**\n"),
+            "Fix add()\n\nAgent-Tool: edit calc.py\nAgent-Run: r1\n"
+        );
+        assert_eq!(
+            message("  \n"),
+            "agent-git: edit calc.py\n\nAgent-Tool: edit calc.py\nAgent-Run: r1\n"
+        );
+        let long = "word ".repeat(30);
+        let cut = message(&long);
+        let subject = cut.lines().next().unwrap();
+        assert!(
+            subject.chars().count() <= 72 && subject.ends_with("word..."),
+            "{subject}"
+        );
+        assert!(
+            cut.contains(long.trim()),
+            "a cut line stays whole in the body: {cut}"
         );
     }
 }

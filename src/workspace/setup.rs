@@ -177,13 +177,7 @@ pub fn sweep_abandoned_worktrees(repo: &Repository) -> Vec<String> {
         if !crate::leftovers::is_abandoned(&path) {
             continue;
         }
-        if let Ok(worktree) = repo.find_worktree(&format!("agent-git-{run_id}")) {
-            let mut prune = git2::WorktreePruneOptions::new();
-            prune.valid(true).locked(true).working_tree(true);
-            let _ = worktree.prune(Some(&mut prune));
-        }
-        let dir = parent.join(run_id);
-        if crate::leftovers::remove_forcibly(&dir).is_ok() && std::fs::remove_file(&path).is_ok() {
+        if super::discard::remove_run_worktree(repo, run_id) {
             swept.push(run_id.to_string());
         }
     }

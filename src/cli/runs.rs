@@ -1,0 +1,44 @@
+//! `agent-git runs`: the repository's agent runs, newest first.
+
+use super::CliError;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    /// List applied runs too (by default only runs not yet applied, and runs still going).
+    #[arg(long)]
+    pub all: bool,
+    /// Print one JSON array instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// The repository [default: the one containing the current directory].
+    #[arg(long)]
+    pub repo: Option<PathBuf>,
+}
+
+pub fn run(args: RunsArgs) -> Result<u8, CliError> {
+    let repo = super::open_repo(args.repo.as_deref())?;
+    let all = crate::runs::list(&repo)?;
+    let now = crate::runs::now();
+    let (shown, hidden): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .partition(|r| args.all || r.applied.is_none());
+    if args.json {
+        let list: Vec<_> = shown.iter().map(|r| r.json(now)).collect();
+        println!("{}", serde_json::Value::Array(list));
+        return Ok(0);
+    }
+    if shown.is_empty() {
+        println!("no agent runs to show");
+    } else {
+        print!("{}", crate::runs::table(&shown, now));
+    }
+    if !hidden.is_empty() {
+        eprintln!(
+            "{} applied run(s) not shown; `agent-git runs --all` lists every run",
+            hidden.len()
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,25 @@
+//! `agent-git transcript RUN`: prints the conversation stored with a run (as JSON).
+
+use super::CliError;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Args)]
+pub struct TranscriptArgs {
+    /// The run: its branch or run id, or an unambiguous prefix of either.
+    pub run: String,
+    /// The repository [default: the one containing the current directory].
+    #[arg(long)]
+    pub repo: Option<PathBuf>,
+}
+
+pub fn run(args: TranscriptArgs) -> Result<u8, CliError> {
+    let repo = super::open_repo(args.repo.as_deref())?;
+    let runs = crate::runs::list(&repo)?;
+    let run = crate::runs::resolve(&runs, &args.run)?;
+    let transcript = crate::runs::transcript(&repo, run)?;
+    let text = serde_json::to_string_pretty(&transcript)
+        .map_err(|e| CliError::Harness(format!("cannot print the transcript: {e}")))?;
+    println!("{text}");
+    Ok(0)
+}

@@ -1,0 +1,225 @@
+//! Finding the runs: report commits at branch tips, live leases, and the commits of your
+//! branches that applied them.
+
+use super::{Run, RunsError};
+use crate::workspace::AGENT_EMAIL;
+use git2::{BranchType, Commit, Oid, Repository};
+use std::collections::HashMap;
+
+/// Every agent run of the repository, newest first.
+pub fn list(repo: &Repository) -> Result<Vec<Run>, RunsError> {
+    let mut runs = Vec::new();
+    let mut others = Vec::new();
+    for branch in repo.branches(Some(BranchType::Local))? {
+        let (branch, _) = branch?;
+        let (Ok(Some(name)), Some(tip)) = (branch.name(), branch.get().target()) else {
+            continue;
+        };
+        match repo
+            .find_commit(tip)
+            .ok()
+            .and_then(|c| finished_run(&c, name))
+        {
+            Some(run) => runs.push(run),
+            None => others.push((name.to_string(), tip)),
+        }
+    }
+    for (run_id, branch) in live_runs(repo) {
+        others.retain(|(name, _)| *name != branch);
+        match runs.iter_mut().find(|r| r.branch == branch) {
+            Some(run) => run.running = true,
+            None => runs.extend(running_run(repo, &run_id, &branch)),
+        }
+    }
+    let tips: Vec<Oid> = others.iter().map(|(_, tip)| *tip).collect();
+    mark_applied(repo, &mut runs, &tips)?;
+    runs.sort_by(|a, b| b.time.cmp(&a.time).then_with(|| a.branch.cmp(&b.branch)));
+    Ok(runs)
+}
+
+/// The run whose report commit `tip` is, if it is one.
+fn finished_run(tip: &Commit, branch: &str) -> Option<Run> {
+    let message = String::from_utf8_lossy(tip.message_bytes()).into_owned();
+    let empty = tip.parent_count() == 1 && tip.parent(0).ok()?.tree_id() == tip.tree_id();
+    if !empty || tip.author().email_bytes() != AGENT_EMAIL.as_bytes() {
+        return None;
+    }
+    let trailers = trailers(&message);
+    let get = |key: &str| trailers.get(key).cloned();
+    if trailers.contains_key("Agent-Applied") {
+        return None;
+    }
+    Some(Run {
+        run_id: get("Agent-Run")?,
+        outcome: get("Agent-Outcome")?,
+        branch: branch.to_string(),
+        tip: tip.id(),
+        running: false,
+        base: body_line(&message, "Base: ")
+            .and_then(|b| b.split_whitespace().next())
+            .and_then(|b| Oid::from_str(b).ok()),
+        task: body_line(&message, "Task: ")
+            .unwrap_or_default()
+            .to_string(),
+        tests: get("Agent-Tests").unwrap_or_default(),
+        turns: get("Agent-Turns").unwrap_or_default(),
+        cost: get("Agent-Cost").unwrap_or_default(),
+        model: get("Agent-Model").unwrap_or_default(),
+        time: tip.committer().when().seconds(),
+        applied: None,
+        report: message,
+    })
+}
+
+/// A message's trailers, as git reads them (the last value of a key wins).
+pub(crate) fn trailers(message: &str) -> HashMap<String, String> {
+    let Ok(parsed) = git2::message_trailers_strs(message) else {
+        return HashMap::new();
+    };
+    parsed
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The rest of the first body line starting with `prefix`.
+fn body_line<'a>(message: &'a str, prefix: &str) -> Option<&'a str> {
+    message.lines().find_map(|l| l.strip_prefix(prefix))
+}
+
+/// The runs in progress: (run id, branch) of each lease a live run holds.
+fn live_runs(repo: &Repository) -> Vec<(String, String)> {
+    let dir = repo.commondir().join("agent-git");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut live = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(run_id) = name.strip_suffix(".lease") else {
+            continue;
+        };
+        if !crate::workspace::discard::is_running(repo, run_id) {
+            continue;
+        }
+        let head = repo
+            .commondir()
+            .join("worktrees")
+            .join(format!("agent-git-{run_id}"))
+            .join("HEAD");
+        let branch = std::fs::read_to_string(head).ok().and_then(|text| {
+            let name = text.trim().strip_prefix("ref: refs/heads/")?.to_string();
+            Some(name)
+        });
+        if let Some(branch) = branch {
+            live.push((run_id.to_string(), branch));
+        }
+    }
+    live
+}
+
+/// A run still going, with what its branch says so far.
+fn running_run(repo: &Repository, run_id: &str, branch: &str) -> Option<Run> {
+    let tip = repo
+        .find_branch(branch, BranchType::Local)
+        .ok()?
+        .get()
+        .target()?;
+    let lease = crate::workspace::discard::lease_path(repo, run_id);
+    let started = std::fs::metadata(lease)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
+    Some(Run {
+        run_id: run_id.to_string(),
+        branch: branch.to_string(),
+        tip,
+        running: true,
+        base: None,
+        task: String::new(),
+        outcome: "running".to_string(),
+        tests: "-".to_string(),
+        turns: "-".to_string(),
+        cost: "-".to_string(),
+        model: String::new(),
+        time: started,
+        applied: None,
+        report: String::new(),
+    })
+}
+
+/// Marks each run applied when a commit of one of your branches (`tips`) names it in an
+/// `Agent-Applied` trailer, or when its last edit is in their history (a plain `git merge`).
+/// The walk stops at the oldest base, below which no run can have been applied.
+fn mark_applied(repo: &Repository, runs: &mut [Run], tips: &[Oid]) -> Result<(), RunsError> {
+    if runs.is_empty() || tips.is_empty() {
+        return Ok(());
+    }
+    let mut walk = repo.revwalk()?;
+    for tip in tips {
+        walk.push(*tip)?;
+    }
+    let finished = || runs.iter().filter(|r| !r.running);
+    let bases: Vec<Oid> = finished().filter_map(|r| r.base).collect();
+    let floor = match bases.as_slice() {
+        [] => None,
+        [one] => Some(*one),
+        many => repo.merge_base_many(many).ok(),
+    };
+    if let (Some(floor), true) = (floor, finished().all(|r| r.base.is_some())) {
+        walk.hide(floor)?;
+    }
+    let mut applied: HashMap<String, Oid> = HashMap::new();
+    for oid in walk {
+        let commit = repo.find_commit(oid?)?;
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        if !message.contains("Agent-Applied:") {
+            continue;
+        }
+        if let Some(run_id) = trailers(&message).remove("Agent-Applied") {
+            applied.entry(run_id).or_insert(commit.id());
+        }
+    }
+    for run in runs.iter_mut().filter(|r| !r.running) {
+        run.applied = applied.get(&run.run_id).copied();
+        if run.applied.is_none() {
+            run.applied = merged_by_git(repo, run, tips)?;
+        }
+    }
+    Ok(())
+}
+
+/// The branch tip holding the run's last edit, when it holds one (a plain `git merge`).
+fn merged_by_git(repo: &Repository, run: &Run, tips: &[Oid]) -> Result<Option<Oid>, RunsError> {
+    let work = run.last_edit(repo)?;
+    if Some(work) == run.base {
+        return Ok(None);
+    }
+    for tip in tips {
+        if *tip == work || *tip == run.tip || repo.graph_descendant_of(*tip, work)? {
+            return Ok(Some(*tip));
+        }
+    }
+    Ok(None)
+}
+
+/// The run named by `query`: a whole branch name or run id, else the one run whose id or
+/// branch starts with it.
+pub fn resolve<'a>(runs: &'a [Run], query: &str) -> Result<&'a Run, RunsError> {
+    if let Some(run) = runs.iter().find(|r| r.branch == query || r.run_id == query) {
+        return Ok(run);
+    }
+    let matches: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.run_id.starts_with(query) || r.branch.starts_with(query))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one),
+        [] => Err(RunsError::Unknown(query.to_string())),
+        many => Err(RunsError::Ambiguous {
+            query: query.to_string(),
+            matches: many.iter().map(|r| r.branch.clone()).collect(),
+        }),
+    }
+}

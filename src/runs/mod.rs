@@ -1,0 +1,276 @@
+//! The repository's agent runs, read from git. A branch is an agent run when its tip is a
+//! report commit: empty, authored by agent-git, with `Agent-Run` and `Agent-Outcome`
+//! trailers. A run still going is found by its live lease instead. Writing (apply, discard)
+//! goes through `workspace`.
+
+pub mod age;
+mod describe;
+mod list;
+pub mod message;
+
+pub use list::{list, resolve};
+
+use crate::workspace::discard::DiscardError;
+use crate::workspace::land::LandError;
+use crate::workspace::WorkspaceError;
+use git2::{Oid, Repository};
+use serde_json::{json, Value};
+
+/// One run, as its branch and report commit tell it.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub run_id: String,
+    pub branch: String,
+    /// The branch's tip: the report commit of a finished run.
+    pub tip: Oid,
+    pub running: bool,
+    /// The commit the run started from (the report's `Base:` line).
+    pub base: Option<Oid>,
+    pub task: String,
+    pub outcome: String,
+    pub tests: String,
+    pub turns: String,
+    pub cost: String,
+    pub model: String,
+    /// When the report was committed (or the run started), in seconds since the epoch.
+    pub time: i64,
+    /// The commit on one of your branches that applied it (or merged it), if any.
+    pub applied: Option<Oid>,
+    /// The report commit's whole message (empty while running).
+    pub report: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    #[error("no agent run matches `{0}`; `agent-git runs --all` lists them (branch or run id)")]
+    Unknown(String),
+    #[error(
+        "`{query}` matches several runs ({}); give more of the run id, or the whole branch name",
+        .matches.join(", ")
+    )]
+    Ambiguous { query: String, matches: Vec<String> },
+    #[error("run {0} is still going; wait for it to end (`agent-git runs` shows when it has)")]
+    Running(String),
+    #[error("run {0} made no change to apply (its branch holds no edit)")]
+    NoEdits(String),
+    #[error(
+        "run {0} has no stored transcript (made before transcripts were kept in git, or removed)"
+    )]
+    NoTranscript(String),
+    #[error(transparent)]
+    Land(#[from] LandError),
+    #[error(transparent)]
+    Discard(#[from] DiscardError),
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+impl RunsError {
+    /// Whether nothing was changed because of what the user asked or has (exit 2), rather
+    /// than git failing under agent-git (exit 4).
+    pub fn is_refusal(&self) -> bool {
+        !matches!(
+            self,
+            RunsError::Land(LandError::Git(_))
+                | RunsError::Discard(DiscardError::Git(_) | DiscardError::Note(_))
+                | RunsError::Workspace(_)
+                | RunsError::Git(_)
+        )
+    }
+}
+
+impl Run {
+    /// The run's last edit: the report commit's parent (the base when it made none).
+    pub fn last_edit(&self, repo: &Repository) -> Result<Oid, git2::Error> {
+        repo.find_commit(self.tip)?.parent_id(0)
+    }
+
+    pub fn state(&self) -> &str {
+        if self.running {
+            "running"
+        } else {
+            &self.outcome
+        }
+    }
+
+    /// The object `agent-git runs --json` prints for this run.
+    pub fn json(&self, now: i64) -> Value {
+        json!({
+            "run_id": self.run_id,
+            "branch": self.branch,
+            "running": self.running,
+            "outcome": (!self.running).then_some(&self.outcome),
+            "tests": self.tests,
+            "turns": self.turns,
+            "cost": self.cost,
+            "model": self.model,
+            "task": self.task,
+            "base": self.base.map(|b| b.to_string()),
+            "tip": self.tip.to_string(),
+            "time": self.time,
+            "age_seconds": now - self.time,
+            "applied": self.applied.map(|a| a.to_string()),
+        })
+    }
+}
+
+/// The table `agent-git runs` prints: one line per run, newest first.
+pub fn table(runs: &[Run], now: i64) -> String {
+    let header = [
+        "BRANCH", "RUN", "OUTCOME", "TESTS", "TURNS", "COST", "AGE", "APPLIED",
+    ];
+    let rows: Vec<[String; 8]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.branch.clone(),
+                r.run_id.clone(),
+                r.state().to_string(),
+                r.tests.clone(),
+                r.turns.clone(),
+                cost_cell(&r.cost),
+                age::format_age(now - r.time),
+                r.applied
+                    .map_or("-".to_string(), |a| a.to_string()[..7].to_string()),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:width$}"))
+            .collect();
+        padded.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in &rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// `0.0123 USD` as `$0.0123`; an unknown cost as `-`.
+fn cost_cell(trailer: &str) -> String {
+    match trailer.strip_suffix(" USD") {
+        Some(amount) => format!("${amount}"),
+        None => "-".to_string(),
+    }
+}
+
+/// What `agent-git show` prints: the report, the run's commits, the diffstat.
+pub fn show(repo: &Repository, run: &Run) -> Result<String, RunsError> {
+    let mut out = String::new();
+    if run.running {
+        out.push_str(&format!(
+            "run {} on branch {} is still going\n",
+            run.run_id, run.branch
+        ));
+    } else {
+        out.push_str(run.report.trim_end());
+        out.push('\n');
+    }
+    if let Some(applied) = run.applied {
+        out.push_str(&format!("\nApplied in {applied}\n"));
+    }
+    out.push_str("\nCommits:\n");
+    let mut walk = repo.revwalk()?;
+    walk.push(run.tip)?;
+    if let Some(base) = run.base {
+        walk.hide(base)?;
+    }
+    for oid in walk {
+        let commit = repo.find_commit(oid?)?;
+        let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default());
+        out.push_str(&format!("  {} {summary}\n", &commit.id().to_string()[..7]));
+    }
+    let Some(base) = run.base else {
+        return Ok(out);
+    };
+    out.push_str("\nDiffstat (base..branch):\n");
+    let old = repo.find_commit(base)?.tree()?;
+    let new = repo.find_commit(run.tip)?.tree()?;
+    let files = crate::workspace::diffstat(repo, &old, &new)?;
+    if files.is_empty() {
+        out.push_str("  no files changed\n");
+    }
+    for file in files {
+        out.push_str(&format!("  {}\n", message::stat_line(&file)));
+    }
+    Ok(out)
+}
+
+/// Lands the run on the current branch: one commit (or a merge, `keep_history`).
+pub fn apply(repo: &Repository, run: &Run, keep_history: bool) -> Result<Oid, RunsError> {
+    if run.running {
+        return Err(RunsError::Running(run.run_id.clone()));
+    }
+    let base = run
+        .base
+        .ok_or_else(|| RunsError::NoEdits(run.run_id.clone()))?;
+    let work = run.last_edit(repo)?;
+    if work == base {
+        return Err(RunsError::NoEdits(run.run_id.clone()));
+    }
+    let old = repo.find_commit(base)?.tree()?;
+    let new = repo.find_commit(work)?.tree()?;
+    let files = crate::workspace::diffstat(repo, &old, &new)?;
+    let description = describe::model_description(repo, work, base)?;
+    let text = message::landing(run, description.as_deref(), &files, keep_history);
+    let reflog = format!("agent-git apply: run {}", run.run_id);
+    let landing = crate::workspace::land::Landing {
+        branch: &run.branch,
+        base,
+        work,
+        keep_history,
+        message: &text,
+        reflog: &reflog,
+    };
+    Ok(crate::workspace::land::land(repo, &landing)?)
+}
+
+/// Deletes a finished run: its branch, its kept work tree and its transcript.
+pub fn discard(repo: &Repository, run: &Run) -> Result<(), RunsError> {
+    if run.running {
+        return Err(RunsError::Running(run.run_id.clone()));
+    }
+    let doomed = crate::workspace::discard::Doomed {
+        branch: &run.branch,
+        run_id: &run.run_id,
+        report: run.tip,
+    };
+    Ok(crate::workspace::discard::discard(repo, &doomed)?)
+}
+
+/// The conversation stored with the run's report commit.
+pub fn transcript(repo: &Repository, run: &Run) -> Result<Value, RunsError> {
+    crate::workspace::notes::read_transcript(repo, run.tip)?
+        .ok_or_else(|| RunsError::NoTranscript(run.run_id.clone()))
+}
+
+/// Which finished runs `agent-git gc` deletes: failed ones (`failed`), ones older than
+/// `older_than` seconds, or, given both, runs that are both. Given neither, none.
+pub fn doomed(runs: &[Run], failed: bool, older_than: Option<i64>, now: i64) -> Vec<&Run> {
+    if !failed && older_than.is_none() {
+        return Vec::new();
+    }
+    runs.iter()
+        .filter(|r| !r.running)
+        .filter(|r| !failed || r.outcome != "passed")
+        .filter(|r| older_than.is_none_or(|age| now - r.time >= age))
+        .collect()
+}
+
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,116 @@
+//! Deleting finished runs (`agent-git discard`, `agent-git gc --failed/--older-than`): the
+//! branch, the run's own work tree if it was kept, and its transcript note. A branch checked
+//! out anywhere, or a run still going, is never touched.
+
+use git2::{BranchType, Oid, Repository};
+use std::path::PathBuf;
+
+/// The run to delete, as `runs` found it.
+pub struct Doomed<'a> {
+    pub branch: &'a str,
+    pub run_id: &'a str,
+    /// The report commit the branch must still point at.
+    pub report: Oid,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiscardError {
+    #[error(
+        "branch {branch} is checked out in {place}; switch that checkout to another branch \
+         first (nothing was deleted)"
+    )]
+    CheckedOut { branch: String, place: String },
+    #[error("run {0} is still going; wait for it to end (nothing was deleted)")]
+    Running(String),
+    #[error("branch {0} moved since it was listed; run the command again (nothing was deleted)")]
+    Moved(String),
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+    #[error("the branch is deleted, but its transcript note is not: {0}")]
+    Note(#[from] super::WorkspaceError),
+}
+
+/// Deletes one run: its work tree (if kept), its branch, then its transcript.
+pub fn discard(repo: &Repository, run: &Doomed) -> Result<(), DiscardError> {
+    let refname = format!("refs/heads/{}", run.branch);
+    let own = format!("agent-git-{}", run.run_id);
+    if let Some(place) = checked_out(repo, &refname)
+        .into_iter()
+        .find(|(worktree, _)| worktree.as_deref() != Some(own.as_str()))
+        .map(|(_, place)| place)
+    {
+        return Err(DiscardError::CheckedOut {
+            branch: run.branch.to_string(),
+            place,
+        });
+    }
+    if is_running(repo, run.run_id) {
+        return Err(DiscardError::Running(run.run_id.to_string()));
+    }
+    let mut branch = repo.find_branch(run.branch, BranchType::Local)?;
+    if branch.get().target() != Some(run.report) {
+        return Err(DiscardError::Moved(run.branch.to_string()));
+    }
+    remove_run_worktree(repo, run.run_id);
+    branch.delete()?;
+    super::notes::remove_transcripts(repo, &[run.report])?;
+    Ok(())
+}
+
+/// Whether a live run holds the lease of `run_id`.
+pub fn is_running(repo: &Repository, run_id: &str) -> bool {
+    let lease = lease_path(repo, run_id);
+    lease.exists() && !crate::leftovers::is_abandoned(&lease)
+}
+
+pub(crate) fn lease_path(repo: &Repository, run_id: &str) -> PathBuf {
+    repo.commondir()
+        .join("agent-git")
+        .join(format!("{run_id}.lease"))
+}
+
+/// Removes the run's own linked work tree and lease, whatever state they are in.
+pub(crate) fn remove_run_worktree(repo: &Repository, run_id: &str) -> bool {
+    if let Ok(worktree) = repo.find_worktree(&format!("agent-git-{run_id}")) {
+        let mut prune = git2::WorktreePruneOptions::new();
+        prune.valid(true).locked(true).working_tree(true);
+        let _ = worktree.prune(Some(&mut prune));
+    }
+    let dir = repo.commondir().join("agent-git").join(run_id);
+    let lease = lease_path(repo, run_id);
+    let removed = crate::leftovers::remove_forcibly(&dir).is_ok();
+    removed && (std::fs::remove_file(&lease).is_ok() || !lease.exists())
+}
+
+/// Where `refname` is checked out: (the linked work tree's name, or None for the main one;
+/// a description for the user). The HEAD files are read directly, since a linked work tree
+/// whose folder is gone still holds its branch for git until it is pruned, and git2 cannot
+/// open it.
+pub fn checked_out(repo: &Repository, refname: &str) -> Vec<(Option<String>, String)> {
+    let common = repo.commondir();
+    let holds = |head: PathBuf| {
+        std::fs::read_to_string(head)
+            .is_ok_and(|text| text.trim().strip_prefix("ref: ") == Some(refname))
+    };
+    let mut places = Vec::new();
+    if holds(common.join("HEAD")) {
+        let place = match repo.workdir() {
+            Some(dir) if !repo.is_worktree() => dir.display().to_string(),
+            _ => "the main checkout".to_string(),
+        };
+        places.push((None, place));
+    }
+    let Ok(names) = repo.worktrees() else {
+        return places;
+    };
+    for name in names.iter().flatten().flatten() {
+        if holds(common.join("worktrees").join(name).join("HEAD")) {
+            let place = repo
+                .find_worktree(name)
+                .map(|w| w.path().display().to_string())
+                .unwrap_or_else(|_| format!("work tree {name}"));
+            places.push((Some(name.to_string()), place));
+        }
+    }
+    places
+}
