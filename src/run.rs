@@ -86,7 +86,13 @@ pub fn execute(
     if !swept.is_empty() {
         progress(&swept.describe());
     }
-    let mut workspace = Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?;
+    // A resumed run goes on on its branch, which stays whatever happens.
+    let resuming = plan.resume.is_some();
+    let mut workspace = if resuming {
+        Workspace::resume(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?
+    } else {
+        Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?
+    };
     workspace.max_file_size = plan.max_file_size;
     plan.notes.extend(hooks_note(&workspace, plan.run_hooks));
     progress(&format!(
@@ -99,7 +105,7 @@ pub fn execute(
         &mut plan, &workspace, &interrupt, progress, waiting, &runtime,
     );
     let finished = match ran {
-        Ok((result, sandbox)) if !result.outcome.keeps_branch() => {
+        Ok((result, sandbox)) if !result.outcome.keeps_branch() && !resuming => {
             return finish_without_branch(&plan, workspace, result, &sandbox);
         }
         Ok((result, sandbox)) => write_report(&plan, &workspace, result, &sandbox, progress),

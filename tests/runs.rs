@@ -481,3 +481,88 @@ fn a_run_in_progress_shows_as_running_and_cannot_be_discarded() {
     let listed = stdout(&env.agent(&repo, &["runs"]));
     assert!(!listed.contains("running"), "{listed}");
 }
+
+#[test]
+fn a_run_that_ran_out_of_turns_is_resumed_on_its_branch_and_passes() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let run_id = failing_run(&env, &repo, "agent/resumed", None);
+    let before = UserState::capture(&env, &repo);
+    let first_report = env.git(&repo, &["rev-parse", "agent/resumed"]);
+
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/ignored",
+        json!([
+            calls("calc: add() adds.", vec![fix_add()]),
+            end_turn("Fixed.")
+        ]),
+        &[],
+        |cmd| {
+            // --branch is the helper's; a resumed run keeps its own, so the flag goes.
+            let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+            let at = args.iter().position(|a| a == "--branch").unwrap();
+            let mut kept = args.clone();
+            kept.drain(at..at + 2);
+            kept.push("--resume".into());
+            kept.push("agent/resumed".into());
+            let program = cmd.get_program().to_owned();
+            let dir = cmd.get_current_dir().unwrap().to_owned();
+            let envs: Vec<_> = cmd
+                .get_envs()
+                .map(|(k, v)| (k.to_owned(), v.map(|v| v.to_owned())))
+                .collect();
+            let mut again = std::process::Command::new(program);
+            again.args(kept).current_dir(dir).env_clear();
+            for (key, value) in envs {
+                if let Some(value) = value {
+                    again.env(key, value);
+                }
+            }
+            *cmd = again;
+        },
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(env.show(&repo, "agent/resumed:calc.py"), CALC_FIXED);
+    assert_eq!(
+        env.trailer(&repo, "agent/resumed", "Agent-Outcome"),
+        "passed"
+    );
+    assert_eq!(env.trailer(&repo, "agent/resumed", "Agent-Run"), run_id);
+    // The first attempt's report stays in the branch's history, below the new one.
+    let history = env.git(&repo, &["rev-list", "agent/resumed"]);
+    assert!(history.contains(first_report.trim()), "{history}");
+
+    // The model went on from the stored conversation, told where things stand.
+    let messages = run.messages();
+    assert_eq!(messages[1]["content"][1]["name"], "read_file");
+    let resumed_note = messages[2]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|b| {
+            b["text"]
+                .as_str()
+                .filter(|t| t.contains("has been resumed"))
+        });
+    assert!(resumed_note.is_some(), "{:?}", messages[2]);
+
+    let shown = stdout(&env.agent(&repo, &["show", "agent/resumed"]));
+    assert!(shown.contains("Attempts, newest first:"), "{shown}");
+    assert!(
+        shown.contains(" passed: ") && shown.contains(" turn-limit: "),
+        "{shown}"
+    );
+    assert_eq!(UserState::capture(&env, &repo), before);
+
+    let out = env.agent(
+        &repo,
+        &["fix", "--resume", "agent/resumed", "--model", "script:x"],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("there is nothing to resume"),
+        "{}",
+        stderr(&out)
+    );
+}

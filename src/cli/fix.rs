@@ -108,6 +108,10 @@ pub struct FixArgs {
     /// run by default, in the sandbox, as `git commit` would run them).
     #[arg(long)]
     pub no_verify: bool,
+    /// Go on with a run that stopped (a budget, a model error, stuck, interrupted), on its
+    /// branch, with its stored conversation and a fresh budget; RUN is its branch or run id.
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["base", "branch", "dirty", "if_failing"])]
+    pub resume: Option<String>,
     /// Let the model ask you questions (ask_user) at this terminal. Without it, or without a
     /// terminal, the model is told that nobody is available and decides itself.
     #[arg(long)]
@@ -214,7 +218,14 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         None => std::env::current_dir().map_err(|e| usage(format!("no current directory: {e}")))?,
     };
     let repo = open_user_repo(&start)?;
-    let base = starting_point(&repo, &args)?;
+    let earlier = match &args.resume {
+        Some(query) => Some(earlier_attempt(&repo, query)?),
+        None => None,
+    };
+    let base = match &earlier {
+        Some(attempt) => attempt.base.clone(),
+        None => starting_point(&repo, &args)?,
+    };
     let flags = Layer {
         model: args.model.clone(),
         test_cmd: args.test_cmd.clone(),
@@ -274,18 +285,29 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     )
     .map_err(usage)?;
     let allow_write = writable_dirs(&settings.allow_write)?;
-    let run_id = new_run_id();
-    let branch = args
-        .branch
-        .clone()
-        .unwrap_or_else(|| format!("agent/{}-{run_id}", slug(&args.task)));
-    check_branch_free(&repo, &branch)?;
+    let (run_id, branch, task, resume) = match earlier {
+        Some(attempt) => (
+            attempt.run_id,
+            attempt.branch,
+            attempt.task,
+            Some(attempt.messages),
+        ),
+        None => {
+            let run_id = new_run_id();
+            let branch = args
+                .branch
+                .clone()
+                .unwrap_or_else(|| format!("agent/{}-{run_id}", slug(&args.task)));
+            check_branch_free(&repo, &branch)?;
+            (run_id, branch, args.task.clone(), None)
+        }
+    };
     Ok(RunPlan {
         repo,
         base,
         branch,
         run_id,
-        task: args.task,
+        task,
         model,
         protection,
         tests,
@@ -303,13 +325,64 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         interactive: interactive(args.interactive),
         run_hooks: !args.no_verify,
         notes: Vec::new(),
-        resume: None,
+        resume,
         sandbox: match args.sandbox {
             SandboxFlag::On => crate::sandbox::Mode::On,
             SandboxFlag::Off => crate::sandbox::Mode::Off,
         },
         allow_write,
         max_file_size: settings.max_file_size,
+    })
+}
+
+/// A run that stopped, to go on with: its branch, id, base, task and conversation.
+struct Attempt {
+    run_id: String,
+    branch: String,
+    base: BaseInfo,
+    task: String,
+    messages: Vec<crate::model::Message>,
+}
+
+/// The run `query` names, if it can be resumed: it ended without passing, and its
+/// conversation is stored.
+fn earlier_attempt(repo: &Repository, query: &str) -> Result<Attempt, CliError> {
+    let usage = |e: &dyn std::fmt::Display| CliError::Usage(e.to_string());
+    let runs = crate::runs::list(repo).map_err(|e| usage(&e))?;
+    let run = crate::runs::resolve(&runs, query).map_err(|e| usage(&e))?;
+    if run.running {
+        return Err(usage(&format!("run {} is still going", run.run_id)));
+    }
+    if matches!(run.outcome.as_str(), "passed" | "already-passing") {
+        return Err(usage(&format!(
+            "run {} passed; there is nothing to resume (`agent-git apply {}` lands it)",
+            run.run_id, run.branch
+        )));
+    }
+    let base = run.base.ok_or_else(|| {
+        usage(&format!(
+            "the report of run {} names no base commit",
+            run.run_id
+        ))
+    })?;
+    let transcript = crate::runs::transcript(repo, run).map_err(|e| usage(&e))?;
+    let messages = serde_json::from_value(transcript["messages"].clone()).map_err(|e| {
+        usage(&format!(
+            "the stored transcript of run {} cannot be read: {e}",
+            run.run_id
+        ))
+    })?;
+    let summary = repo
+        .find_commit(base)
+        .ok()
+        .and_then(|c| c.summary().ok().flatten().map(str::to_string))
+        .unwrap_or_default();
+    Ok(Attempt {
+        run_id: run.run_id.clone(),
+        branch: run.branch.clone(),
+        base: BaseInfo { id: base, summary },
+        task: run.task.clone(),
+        messages,
     })
 }
 

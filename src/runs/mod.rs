@@ -187,10 +187,24 @@ pub fn show(repo: &Repository, run: &Run) -> Result<String, RunsError> {
     if let Some(base) = run.base {
         walk.hide(base)?;
     }
+    let mut attempts = Vec::new();
     for oid in walk {
         let commit = repo.find_commit(oid?)?;
         let summary = String::from_utf8_lossy(commit.summary_bytes().unwrap_or_default());
         out.push_str(&format!("  {} {summary}\n", &commit.id().to_string()[..7]));
+        let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
+        if let Some(outcome) = list::trailers(&message).remove("Agent-Outcome") {
+            attempts.push(format!(
+                "  {} {outcome}: {summary}",
+                &commit.id().to_string()[..7]
+            ));
+        }
+    }
+    // A resumed run has a report commit per attempt; the newest is the one shown above.
+    if attempts.len() > 1 {
+        out.push_str("\nAttempts, newest first:\n");
+        out.push_str(&attempts.join("\n"));
+        out.push('\n');
     }
     let Some(base) = run.base else {
         return Ok(out);

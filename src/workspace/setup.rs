@@ -28,6 +28,7 @@ pub enum SetupError {
 }
 
 /// The commit a run starts from, and the files it holds (for test-command detection).
+#[derive(Debug, Clone)]
 pub struct BaseInfo {
     pub id: Oid,
     pub summary: String,
@@ -121,6 +122,31 @@ impl Workspace {
         run_id: &str,
     ) -> Result<Workspace, SetupError> {
         check_branch_free(repo, branch)?;
+        let base_commit = repo.find_commit(base)?;
+        repo.branch(branch, &base_commit, false)?;
+        Self::attach(repo, base, branch, run_id, true)
+    }
+
+    /// A work tree on the branch of an earlier attempt, to go on where it stopped. The branch
+    /// is never deleted, whatever fails.
+    pub fn resume(
+        repo: &Repository,
+        base: Oid,
+        branch: &str,
+        run_id: &str,
+    ) -> Result<Workspace, SetupError> {
+        Self::attach(repo, base, branch, run_id, false)
+    }
+
+    /// Checks `branch` out in a linked worktree of its own, under a lease; `fresh` when the
+    /// branch was made for this run (and goes again if the worktree cannot be made).
+    fn attach(
+        repo: &Repository,
+        base: Oid,
+        branch: &str,
+        run_id: &str,
+        fresh: bool,
+    ) -> Result<Workspace, SetupError> {
         let common_dir = repo.commondir().to_path_buf();
         let worktree_name = format!("agent-git-{run_id}");
         let parent = common_dir.join("agent-git");
@@ -129,16 +155,19 @@ impl Workspace {
         let lease_path = parent.join(format!("{run_id}.lease"));
         let lease = crate::leftovers::Lease::take(&lease_path)
             .map_err(|e| SetupError::Io(lease_path.clone(), e))?;
-        let base_commit = repo.find_commit(base)?;
-        let reference = repo.branch(branch, &base_commit, false)?.into_reference();
+        let reference = repo
+            .find_branch(branch, BranchType::Local)?
+            .into_reference();
         let mut opts = WorktreeAddOptions::new();
         opts.reference(Some(&reference));
         let added = repo.worktree(&worktree_name, &worktree_path, Some(&opts));
         if let Err(e) = added {
-            // Leave nothing behind: the branch was ours and holds nothing yet.
-            let _ = repo
-                .find_branch(branch, BranchType::Local)
-                .and_then(|mut b| b.delete());
+            // Leave nothing behind: a branch made for this run holds nothing yet.
+            if fresh {
+                let _ = repo
+                    .find_branch(branch, BranchType::Local)
+                    .and_then(|mut b| b.delete());
+            }
             let _ = std::fs::remove_file(&lease_path);
             return Err(e.into());
         }
