@@ -7,6 +7,7 @@ pub mod files;
 pub mod guard;
 pub mod leftovers;
 pub mod model;
+pub mod prepare;
 pub mod report;
 pub mod run;
 pub mod sandbox;

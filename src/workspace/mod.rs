@@ -54,6 +54,20 @@ impl WorkspaceError {
     }
 }
 
+/// The repository's config file, if it holds what looks like a credential (an HTTP
+/// header CI checkouts leave, a URL with a password or token): commands may not read it.
+pub fn config_with_credentials(common_dir: &Path) -> Option<PathBuf> {
+    let config = common_dir.join("config");
+    let text = std::fs::read_to_string(&config).ok()?;
+    let lower = text.to_lowercase();
+    let userinfo = regex::Regex::new(r"://[^/\s@]+:[^/\s@]+@").ok()?;
+    let holds = lower.contains("extraheader")
+        || lower.contains("token")
+        || lower.contains("password")
+        || userinfo.is_match(&text);
+    holds.then_some(config)
+}
+
 /// Removes whatever is at `path` without following it: a link goes, not what it points to;
 /// a directory goes with everything in it. Nothing there is fine.
 pub(crate) fn remove_entry(path: &Path) -> Result<(), WorkspaceError> {
@@ -126,18 +140,10 @@ impl Workspace {
         &self.common_dir
     }
 
-    /// The repository's config file, if it holds what looks like a credential (an HTTP
-    /// header CI checkouts leave, a URL with a password or token): commands may not read it.
+    /// The repository's config file, if it holds what looks like a credential: commands may
+    /// not read it.
     pub fn config_with_credentials(&self) -> Option<PathBuf> {
-        let config = self.common_dir.join("config");
-        let text = std::fs::read_to_string(&config).ok()?;
-        let lower = text.to_lowercase();
-        let userinfo = regex::Regex::new(r"://[^/\s@]+:[^/\s@]+@").ok()?;
-        let holds = lower.contains("extraheader")
-            || lower.contains("token")
-            || lower.contains("password")
-            || userinfo.is_match(&text);
-        holds.then_some(config)
+        config_with_credentials(&self.common_dir)
     }
 
     /// Where the repository's objects are: the clean room borrows them.
