@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod brief;
+pub mod check;
 pub mod cli;
 pub mod files;
 pub mod guard;

@@ -1,8 +1,10 @@
 //! The command line: one file per subcommand, each only glue between clap and the library.
 
+pub mod check;
 pub mod demo;
 pub mod fix;
 pub mod gc;
+pub mod hook;
 pub mod sandbox_exec;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +43,10 @@ pub enum Command {
     /// Remove what runs that did not finish left behind (work trees, temp dirs, cgroups);
     /// branches stay. Every run does this for its repository as it starts.
     Gc(gc::GcArgs),
+    /// Test a commit in a clean room; with --pre-push, what a push brings (the pre-push hook).
+    Check(check::CheckArgs),
+    /// Install or remove agent-git's pre-push hook.
+    Hook(hook::HookArgs),
     /// The sandbox helper that agent-git runs commands through.
     #[command(hide = true, name = "sandbox-exec")]
     SandboxExec(Box<sandbox_exec::SandboxExecArgs>),
@@ -91,6 +97,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),
         Command::Gc(args) => gc::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Hook(args) => hook::run(args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
     }
 }

@@ -6,6 +6,7 @@ mod cleanroom;
 pub mod demo;
 mod restore;
 mod setup;
+mod tested;
 
 pub use cleanroom::{CleanRoom, RunDirs};
 pub use restore::{Absorbed, Snapshot};
@@ -13,6 +14,7 @@ pub use setup::{
     base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
     sweep_abandoned_worktrees, tree_files, BaseInfo, SetupError,
 };
+pub use tested::{record_tested, tested, Tested, TESTED_NOTES};
 
 use crate::guard::{changed_test_sections, Protection};
 use git2::{
