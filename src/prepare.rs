@@ -39,23 +39,49 @@ pub struct TestsAt {
 }
 
 /// The test plan of `commit` (configured, else detected from its files), the protection its
-/// runner calls for, and the writable directories the settings name.
+/// runner calls for, and the writable directories the settings name. `python` is asked of
+/// the `python3` on PATH at most once, and only when the commit holds Python files.
 pub fn tests_at(
     repo: &Repository,
     commit: Oid,
     settings: &Settings,
     python: &mut Option<PythonFacts>,
 ) -> Result<TestsAt, PrepareError> {
+    let plan = plan_at(repo, commit, settings, python)?;
+    let files = tree_files(repo, commit)?;
+    let modules = &facts(&files, python).modules;
+    tests_with_plan(repo, commit, settings, modules, plan)
+}
+
+/// The test plan alone. `python3` is asked only when detection needs to know whether it has
+/// pytest.
+pub fn plan_at(
+    repo: &Repository,
+    commit: Oid,
+    settings: &Settings,
+    python: &mut Option<PythonFacts>,
+) -> Result<TestPlan, PrepareError> {
     let files = tree_files(repo, commit)?;
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
-    let python = if files.iter().any(|p| p.ends_with(".py")) {
-        python.get_or_insert_with(python_facts)
-    } else {
-        &PythonFacts::default()
-    };
-    let plan = test_plan(&files, &read, settings, python.pytest)?;
-    let found = collected(plan.runner, &plan.command, &files, &read, &python.modules);
+    let pytest = settings.test_cmd.is_none() && facts(&files, python).pytest;
+    test_plan(&files, &read, settings, pytest)
+}
+
+/// What `plan` calls for: the protection of its runner and the writable directories.
+/// `python_modules` (what python3 imports from outside the tree) only keep new modules from
+/// shadowing those; which existing paths are protected does not depend on them.
+pub fn tests_with_plan(
+    repo: &Repository,
+    commit: Oid,
+    settings: &Settings,
+    python_modules: &[String],
+    plan: TestPlan,
+) -> Result<TestsAt, PrepareError> {
+    let files = tree_files(repo, commit)?;
+    let read =
+        |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
+    let found = collected(plan.runner, &plan.command, &files, &read, python_modules);
     let protection = Protection::with_no_new(
         &found.protected,
         &found.no_new,
@@ -69,6 +95,19 @@ pub fn tests_at(
         protection,
         allow_write,
     })
+}
+
+/// What python3 brings, asked once; nothing for a tree without Python files.
+fn facts<'p>(files: &[String], python: &'p mut Option<PythonFacts>) -> &'p PythonFacts {
+    static NONE: PythonFacts = PythonFacts {
+        pytest: false,
+        modules: Vec::new(),
+    };
+    if files.iter().any(|p| p.ends_with(".py")) {
+        python.get_or_insert_with(python_facts)
+    } else {
+        &NONE
+    }
 }
 
 /// The configured test command, or the one the commit's files point to.

@@ -2,14 +2,15 @@
 //! use; a pass is kept in git by tree, so the same tree is never tested twice.
 
 use super::Verdict;
-use crate::prepare::{settings_at, tests_at, PythonFacts, TestsAt};
+use crate::prepare::{plan_at, settings_at, tests_with_plan, PythonFacts, TestsAt};
 use crate::sandbox::{Limits, Mode, Sandbox};
 use crate::settings::{Layer, Settings};
-use crate::testrun::TestResult;
+use crate::testrun::{TestPlan, TestResult};
 use crate::verify::{TestSetup, TreeTester, Unreadable};
 use crate::workspace::{config_with_credentials, record_tested, tested, Tested};
 use git2::{Oid, Repository};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 pub struct Checker<'r> {
@@ -54,17 +55,23 @@ impl<'r> Checker<'r> {
             Ok(settings) => settings,
             Err(e) => return Verdict::CannotRun(e.to_string()),
         };
-        let tests = match tests_at(self.repo, commit, &settings, &mut self.python) {
-            Ok(tests) => tests,
+        let plan = match plan_at(self.repo, commit, &settings, &mut self.python) {
+            Ok(plan) => plan,
             Err(e) => return Verdict::CannotRun(e.to_string()),
         };
-        let identity = identity(&tests, &settings);
+        let identity = identity(&plan, &settings);
         if let Some(found) = tested(self.repo, tree, &identity) {
             return Verdict::Passed {
                 summary: found.summary,
                 cached: true,
             };
         }
+        // A check commits nothing, so no new module can appear: python3's modules (which
+        // take it a while to list) are not needed.
+        let tests = match tests_with_plan(self.repo, commit, &settings, &[], plan) {
+            Ok(tests) => tests,
+            Err(e) => return Verdict::CannotRun(e.to_string()),
+        };
         let short = &commit.to_string()[..7];
         progress(&format!(
             "testing {short} with `{}` in a clean room",
@@ -93,7 +100,7 @@ impl<'r> Checker<'r> {
     /// One clean-room run of `tree`; an error says why the tests could not be run.
     fn run(&mut self, tree: Oid, tests: &TestsAt) -> Result<TestResult, String> {
         let repo = self.repo;
-        self.start_sandbox(tests)?;
+        self.start_sandbox(&tests.allow_write)?;
         let Some((sandbox, _)) = &self.sandbox else {
             return Err("cannot set up the sandbox".to_string());
         };
@@ -118,7 +125,7 @@ impl<'r> Checker<'r> {
     }
 
     /// Starts the sandbox the first time it is needed.
-    fn start_sandbox(&mut self, tests: &TestsAt) -> Result<(), String> {
+    fn start_sandbox(&mut self, allow_write: &[PathBuf]) -> Result<(), String> {
         if self.sandbox.is_none() {
             let helper = std::env::current_exe()
                 .map_err(|e| format!("cannot find agent-git's own binary: {e}"))?;
@@ -131,7 +138,7 @@ impl<'r> Checker<'r> {
                 helper,
                 work.path(),
                 Limits::default(),
-                tests.allow_write.clone(),
+                allow_write.to_vec(),
                 Vec::new(),
                 config_with_credentials(self.repo.commondir())
                     .into_iter()
@@ -164,17 +171,17 @@ fn verdict_of(result: TestResult) -> Verdict {
 
 /// A digest of everything besides the tree that decides a test result: a change to any of it
 /// makes an earlier pass say nothing.
-fn identity(tests: &TestsAt, settings: &Settings) -> String {
+fn identity(plan: &TestPlan, settings: &Settings) -> String {
     let text = format!(
         "agent-git {}\ncommand: {:?}\nrunner: {:?}\nsetup: {:?}\ntimeout: {}\nprotect: {:?}\n\
          allow-write: {:?}\n",
         env!("CARGO_PKG_VERSION"),
-        tests.plan.command,
-        tests.plan.runner,
-        tests.plan.setup,
-        tests.plan.timeout.as_secs(),
+        plan.command,
+        plan.runner,
+        plan.setup,
+        plan.timeout.as_secs(),
         settings.protect,
-        tests.allow_write,
+        settings.allow_write,
     );
     match Oid::hash_object(git2::ObjectType::Blob, text.as_bytes()) {
         Ok(id) => id.to_string(),
