@@ -402,3 +402,38 @@ fn deleted_refs_and_agent_git_skip_run_no_tests() {
     assert_eq!(p.remote_at("topic"), "");
     assert_eq!(p.test_runs(), 0, "a deletion has nothing to test");
 }
+
+#[test]
+fn every_new_commit_is_tested_with_commits_all_and_only_the_tip_by_default() {
+    // The first commit fails, the second (the tip) passes.
+    let p = Pushing::passing();
+    p.install();
+    p.git(&["config", "agent-git.prePush.commits", "all"]);
+    let out = p.push(&["-q", "origin", "main"]);
+    let said = stderr(&out);
+    assert!(!out.status.success(), "{said}");
+    let first = p.git(&["rev-parse", "--short=7", "HEAD~1"]);
+    assert!(
+        said.contains(&format!("{} (main): the tests fail", first.trim())),
+        "{said}"
+    );
+    assert_eq!(p.test_runs(), 2);
+
+    p.git(&["config", "--unset", "agent-git.prePush.commits"]);
+    let out = p.push(&["-q", "origin", "main"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(p.test_runs(), 2, "the tip passed before");
+}
+
+#[test]
+fn install_from_a_linked_worktree_uses_the_common_hooks_directory() {
+    let p = Pushing::passing();
+    let linked = p.env.path().join("linked");
+    p.git(&["worktree", "add", "-q", linked.to_str().unwrap()]);
+    let out = p.env.agent(&linked, &["hook", "install"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(p.repo.join(".git/hooks/pre-push")).unwrap(),
+        hook_script()
+    );
+}
