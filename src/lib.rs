@@ -2,11 +2,13 @@
 
 pub mod agent;
 pub mod brief;
+pub mod check;
 pub mod cli;
 pub mod files;
 pub mod guard;
 pub mod leftovers;
 pub mod model;
+pub mod prepare;
 pub mod report;
 pub mod run;
 pub mod runs;

@@ -192,8 +192,8 @@ pub fn fix_add() -> Value {
 }
 
 /// Everything about a user's repository that a run must leave alone: HEAD, the index file,
-/// every ref outside the agent's branches and transcript notes, the stash, and every file of
-/// the working tree.
+/// every ref but agent-git's own (its branches, transcripts and notes of what it tested), the
+/// stash, and every file of the working tree.
 #[derive(Debug, PartialEq, Eq)]
 pub struct UserState {
     head: String,
@@ -210,9 +210,10 @@ impl UserState {
         let refs = env
             .git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
             .lines()
-            .filter(|l| !l.starts_with("refs/heads/agent/"))
-            // agent-git's own: the transcripts of runs (see README, "Reviewing and landing runs").
-            .filter(|l| !l.starts_with("refs/notes/agent-git "))
+            // agent-git's own: its runs' branches, their transcripts and what it tested.
+            .filter(|l| {
+                !l.starts_with("refs/heads/agent/") && !l.starts_with("refs/notes/agent-git")
+            })
             .collect::<Vec<_>>()
             .join("\n");
         UserState {

@@ -3,14 +3,13 @@
 use super::CliError;
 use crate::agent::{Budget, SYSTEM_PROMPT};
 use crate::brief::{Brief, Instructions, DEFAULT_MAP_TOKENS};
-use crate::guard::Protection;
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
+use crate::prepare::{settings_at, tests_at, PrepareError, TestsAt};
 use crate::run::{execute, RunPlan};
-use crate::settings::{config_layers, merge, parse_dollars, Layer, Settings};
-use crate::testrun::{collected, detect, TestPlan};
+use crate::settings::{parse_dollars, Layer, Settings};
 use crate::workspace::{
-    base_reader, check_branch_free, open_user_repo, read_blob, resolve_base, snapshot_working_tree,
-    tree_files, uncommitted, BaseInfo,
+    base_reader, check_branch_free, open_user_repo, resolve_base, snapshot_working_tree,
+    uncommitted, BaseInfo,
 };
 use clap::Args;
 use git2::Repository;
@@ -245,9 +244,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             .map(|d| d.display().to_string())
             .collect(),
     };
-    let mut layers = vec![flags];
-    layers.extend(config_layers(&repo, base.id).map_err(usage)?);
-    let settings = merge(&layers);
+    let settings = settings_at(&repo, base.id, flags).map_err(prepare_error)?;
 
     let model = match model {
         Some(model) => model,
@@ -260,7 +257,6 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         args.max_command_timeout,
     )
     .map_err(usage)?;
-    let files = tree_files(&repo, base.id)?;
     let (regular_files, base_read) = base_reader(&repo, base.id)?;
     let brief = Brief::new(
         regular_files,
@@ -268,23 +264,11 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         args.map_tokens,
         budget.context_window,
     );
-    let read =
-        |p: &str| read_blob(&repo, base.id, p).map(|b| String::from_utf8_lossy(&b).into_owned());
-    let python = if files.iter().any(|p| p.ends_with(".py")) {
-        python_facts()
-    } else {
-        PythonFacts::default()
-    };
-    let tests = test_plan(&files, &read, &settings, python.pytest)?;
-    let found = collected(tests.runner, &tests.command, &files, &read, &python.modules);
-    let protection = Protection::with_no_new(
-        &found.protected,
-        &found.no_new,
-        found.shadows,
-        &settings.protect,
-    )
-    .map_err(usage)?;
-    let allow_write = writable_dirs(&settings.allow_write)?;
+    let TestsAt {
+        plan: tests,
+        protection,
+        allow_write,
+    } = tests_at(&repo, base.id, &settings, &mut None).map_err(prepare_error)?;
     let (run_id, branch, task, resume) = match earlier {
         Some(attempt) => (
             attempt.run_id,
@@ -437,6 +421,10 @@ fn instructions_at(args: &FixArgs) -> Option<Instructions> {
     Instructions::find(&read)
 }
 
+fn prepare_error(e: PrepareError) -> CliError {
+    CliError::Usage(e.to_string())
+}
+
 fn open_configured_model(settings: &Settings, args: &FixArgs) -> Result<Box<dyn Model>, CliError> {
     let usage = CliError::Usage;
     let spec = settings.model.as_deref().ok_or_else(|| {
@@ -463,89 +451,6 @@ fn open_configured_model(settings: &Settings, args: &FixArgs) -> Result<Box<dyn 
         stream: !args.no_stream,
     };
     open_model(&spec, &options).map_err(usage)
-}
-
-/// The configured test command, or the one the base commit's files point to.
-fn test_plan(
-    files: &[String],
-    read: &dyn Fn(&str) -> Option<String>,
-    settings: &Settings,
-    pytest_available: bool,
-) -> Result<TestPlan, CliError> {
-    let timeout = Duration::from_secs(settings.test_timeout);
-    let mut plan = match &settings.test_cmd {
-        Some(cmd) => TestPlan::shell(cmd.clone(), timeout),
-        None => {
-            let detected = detect(files, read, pytest_available).ok_or_else(|| {
-                CliError::Usage(
-                    "cannot tell how to run this repository's tests; pass --test-cmd CMD \
-                     or run `git config agent-git.testCmd CMD`"
-                        .to_string(),
-                )
-            })?;
-            TestPlan::from_detected(detected, timeout)
-        }
-    };
-    plan.setup = settings.setup_cmd.clone();
-    Ok(plan)
-}
-
-/// The directories the user made writable: they must exist, and are named by their real path.
-fn writable_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, CliError> {
-    dirs.iter()
-        .map(|dir| {
-            std::fs::canonicalize(dir)
-                .ok()
-                .filter(|p| p.is_dir())
-                .ok_or_else(|| {
-                    CliError::Usage(format!(
-                        "--allow-write {dir}: no such directory; create it first, or fix \
-                         agent-git.sandbox.allowWrite"
-                    ))
-                })
-        })
-        .collect()
-}
-
-/// What the `python3` on PATH brings: whether `python3 -m pytest` works, and the names it
-/// imports from outside a project (its standard library and installed packages).
-#[derive(Debug, Default)]
-struct PythonFacts {
-    pytest: bool,
-    modules: Vec<String>,
-}
-
-const PYTHON_FACTS: &str = "\
-import sys
-names = set(getattr(sys, 'stdlib_module_names', ())) | set(sys.builtin_module_names)
-try:
-    import importlib.metadata as metadata
-    names |= set(metadata.packages_distributions())
-except Exception:
-    pass
-try:
-    import pytest
-    print('pytest')
-except Exception:
-    print('no pytest')
-print('\\n'.join(sorted(n for n in names if n.isidentifier())))
-";
-
-fn python_facts() -> PythonFacts {
-    let out = std::process::Command::new("python3")
-        .args(["-c", PYTHON_FACTS])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    let Some(out) = out.ok().filter(|o| o.status.success()) else {
-        return PythonFacts::default();
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
-    PythonFacts {
-        pytest: lines.next() == Some("pytest"),
-        modules: lines.map(String::from).collect(),
-    }
 }
 
 /// The run's limits. A cost limit needs a price: from config, else the built-in table.

@@ -1,10 +1,12 @@
 //! The command line: one file per subcommand, each only glue between clap and the library.
 
 pub mod apply;
+pub mod check;
 pub mod demo;
 pub mod discard;
 pub mod fix;
 pub mod gc;
+pub mod hook;
 pub mod runs;
 pub mod sandbox_exec;
 pub mod show;
@@ -63,6 +65,10 @@ pub enum Command {
     /// with --failed or --older-than, also the branches of such runs. Every run does the
     /// first for its repository as it starts.
     Gc(gc::GcArgs),
+    /// Test a commit in a clean room; with --pre-push, what a push brings (the pre-push hook).
+    Check(check::CheckArgs),
+    /// Install or remove agent-git's pre-push hook.
+    Hook(hook::HookArgs),
     /// The sandbox helper that agent-git runs commands through.
     #[command(hide = true, name = "sandbox-exec")]
     SandboxExec(Box<sandbox_exec::SandboxExecArgs>),
@@ -138,6 +144,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Discard(args) => discard::run(args),
         Command::Transcript(args) => transcript::run(args),
         Command::Gc(args) => gc::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Hook(args) => hook::run(args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
     }
 }

@@ -53,20 +53,15 @@ enum Report {
 /// Hears how long a test run has been going, while it goes (the CLI shows it on stderr).
 pub type Waiting<'a> = &'a dyn Fn(&str, Duration);
 
+/// The judge of a run: tests the run's branch in the clean room, the run before any change
+/// taking the inventory that every later run is held to.
 pub struct Verifier<'a> {
     pub workspace: &'a Workspace,
-    pub protection: &'a Protection,
     pub plan: &'a TestPlan,
     pub sandbox: &'a Sandbox,
     pub interrupt: &'a AtomicBool,
-    waiting: Waiting<'a>,
-    room: RefCell<CleanRoom>,
-    runner_script: PathBuf,
+    tester: TreeTester<'a>,
     inventory: RefCell<Option<Inventory>>,
-    /// What the tests may not read: the user's checkout and git dir, the model's work tree
-    /// and private files; and the toolchain paths inside them they may.
-    hidden: Vec<PathBuf>,
-    shown: Vec<PathBuf>,
 }
 
 impl<'a> Verifier<'a> {
@@ -81,12 +76,91 @@ impl<'a> Verifier<'a> {
         waiting: Waiting<'a>,
         unreadable: Unreadable,
     ) -> Result<Self, VerifyError> {
+        let setup = TestSetup {
+            protection,
+            plan,
+            sandbox,
+            interrupt,
+            waiting,
+        };
+        let tester = TreeTester::new(
+            &workspace.objects_dir(),
+            Some(workspace.path()),
+            setup,
+            unreadable,
+        )?;
+        Ok(Verifier {
+            workspace,
+            plan,
+            sandbox,
+            interrupt,
+            tester,
+            inventory: RefCell::new(None),
+        })
+    }
+
+    /// The run before any change: the tests it names become the inventory.
+    pub fn baseline(&self) -> Result<TestResult, VerifyError> {
+        // The base's tree, also when a resumed run starts from a branch with edits on it.
+        let mut result = self.tester.test(self.workspace.base_tree()?)?;
+        let inventory = Inventory::of(&result);
+        result.exit_code_only = inventory.as_ref().is_none_or(Inventory::is_empty);
+        *self.inventory.borrow_mut() = inventory;
+        Ok(result)
+    }
+
+    /// A run of the branch as it is now, held to the inventory.
+    pub fn run(&self) -> Result<TestResult, VerifyError> {
+        let tree = self
+            .workspace
+            .verification_tree(self.tester.setup.protection)?;
+        let mut result = self.tester.test(tree)?;
+        Inventory::check(self.inventory.borrow().as_ref(), &mut result);
+        Ok(result)
+    }
+
+    /// How many tests the inventory holds (0 when no names could be read).
+    pub fn inventory_size(&self) -> usize {
+        self.inventory.borrow().as_ref().map_or(0, Inventory::len)
+    }
+}
+
+/// What a clean-room test run is made of: the plan, what it must not change, where it runs.
+pub struct TestSetup<'a> {
+    pub protection: &'a Protection,
+    pub plan: &'a TestPlan,
+    pub sandbox: &'a Sandbox,
+    pub interrupt: &'a AtomicBool,
+    pub waiting: Waiting<'a>,
+}
+
+/// Tests trees in one clean room: a tree's files (tracked only), outside the user's checkout,
+/// with a fresh HOME and TMPDIR, confined by the sandbox. The verifier tests a run's branch
+/// with it; `agent-git check` a pushed commit.
+pub struct TreeTester<'a> {
+    setup: TestSetup<'a>,
+    room: RefCell<CleanRoom>,
+    runner_script: PathBuf,
+    /// What the tests may not read: the user's checkout and git dir, the model's work tree
+    /// and private files; and the toolchain paths inside them they may.
+    hidden: Vec<PathBuf>,
+    shown: Vec<PathBuf>,
+}
+
+impl<'a> TreeTester<'a> {
+    /// Makes the clean room for the repository whose objects are in `objects`, and puts the
+    /// built-in runner beside it. `work_tree` is a run's work tree, hidden from the tests.
+    pub fn new(
+        objects: &Path,
+        work_tree: Option<&Path>,
+        setup: TestSetup<'a>,
+        unreadable: Unreadable,
+    ) -> Result<Self, VerifyError> {
         let Unreadable {
             user_workdir,
             private_files,
         } = unreadable;
-        let objects = workspace.objects_dir();
-        let room = CleanRoom::create(&objects, user_workdir)?;
+        let room = CleanRoom::create(objects, user_workdir)?;
         let runner_script = room.root().join("agent_git_runner.py");
         std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
             .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;
@@ -97,8 +171,8 @@ impl<'a> Verifier<'a> {
         let hidden: Vec<PathBuf> = [
             user_workdir,
             objects.parent(),
-            Some(workspace.path()),
-            Some(sandbox.private_dir()),
+            work_tree,
+            Some(setup.sandbox.private_dir()),
             Some(room_git.as_path()),
             Some(room_runs.as_path()),
         ]
@@ -108,47 +182,20 @@ impl<'a> Verifier<'a> {
         .filter_map(|p| p.canonicalize().ok())
         .collect();
         let shown = toolchain_paths(std::env::vars(), &hidden);
-        Ok(Verifier {
-            workspace,
-            protection,
-            plan,
-            sandbox,
-            interrupt,
-            waiting,
+        Ok(TreeTester {
+            setup,
             room: RefCell::new(room),
             runner_script,
-            inventory: RefCell::new(None),
             hidden,
             shown,
         })
     }
 
-    /// The run before any change: the tests it names become the inventory.
-    pub fn baseline(&self) -> Result<TestResult, VerifyError> {
-        // The base's tree, also when a resumed run starts from a branch with edits on it.
-        let mut result = self.test(self.workspace.base_tree()?)?;
-        let inventory = Inventory::of(&result);
-        result.exit_code_only = inventory.as_ref().is_none_or(Inventory::is_empty);
-        *self.inventory.borrow_mut() = inventory;
-        Ok(result)
-    }
-
-    /// A run of the branch as it is now, held to the inventory.
-    pub fn run(&self) -> Result<TestResult, VerifyError> {
-        let mut result = self.test(self.workspace.verification_tree(self.protection)?)?;
-        Inventory::check(self.inventory.borrow().as_ref(), &mut result);
-        Ok(result)
-    }
-
-    /// How many tests the inventory holds (0 when no names could be read).
-    pub fn inventory_size(&self) -> usize {
-        self.inventory.borrow().as_ref().map_or(0, Inventory::len)
-    }
-
-    /// One test run, and for a pass that stood on state earlier runs left (a build cache
-    /// they wrote, what the setup command made from another tree), one more from scratch:
-    /// that is the one that counts.
-    fn test(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
+    /// One test run of `tree`, and for a pass that stood on state earlier runs left (a build
+    /// cache they wrote, what the setup command made from another tree), one more from
+    /// scratch: that is the one that counts. A pass a report file claimed is confirmed by
+    /// the command run as anyone would run it.
+    pub fn test(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
         let cached = self.uses_build_cache() && self.room.borrow().cache_was_written();
         let mut result = self.test_once(tree, Cache::Shared, Report::Asked)?;
         let stale_setup = self.room.borrow().setup_is_stale();
@@ -171,6 +218,17 @@ impl<'a> Verifier<'a> {
         Ok(result)
     }
 
+    /// One run of `tree` as anyone would run it (nothing asks for a report file, so there is
+    /// no claim to confirm): the verdict is the command's. What a setup command made from
+    /// another tree is made again first.
+    pub fn test_as_anyone(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
+        let stale_setup = self.room.borrow().setup_is_from_another(tree);
+        if stale_setup {
+            self.room.borrow_mut().clear_setup()?;
+        }
+        self.test_once(tree, Cache::Shared, Report::NotAsked)
+    }
+
     /// Whether the runner is told (through the environment) where to write its results.
     fn reports_through_files(&self) -> bool {
         self.asks_for_junit() || self.asks_for_results_json()
@@ -178,17 +236,17 @@ impl<'a> Verifier<'a> {
 
     /// pytest, or a command that may run it, writes JUnit XML where PYTEST_ADDOPTS says.
     fn asks_for_junit(&self) -> bool {
-        matches!(self.plan.runner, Runner::Pytest | Runner::Other)
+        matches!(self.setup.plan.runner, Runner::Pytest | Runner::Other)
     }
 
     /// The built-in runner writes its JSON where AGENT_GIT_RESULTS says.
     fn asks_for_results_json(&self) -> bool {
-        matches!(self.plan.command, TestCommand::BuiltinPython { .. })
+        matches!(self.setup.plan.command, TestCommand::BuiltinPython { .. })
     }
 
     /// Whether the test command may build into `CARGO_TARGET_DIR`.
     fn uses_build_cache(&self) -> bool {
-        matches!(self.plan.runner, Runner::Cargo | Runner::Other)
+        matches!(self.setup.plan.runner, Runner::Cargo | Runner::Other)
     }
 
     fn test_once(
@@ -199,7 +257,7 @@ impl<'a> Verifier<'a> {
     ) -> Result<TestResult, VerifyError> {
         let mut room = self.room.borrow_mut();
         room.reset_to(tree)?;
-        if let Some(setup) = &self.plan.setup {
+        if let Some(setup) = &self.setup.plan.setup {
             if room.needs_setup(tree)? {
                 if let Some(failed) = self.set_up(&mut room, setup, tree)? {
                     return Ok(failed);
@@ -212,7 +270,7 @@ impl<'a> Verifier<'a> {
             Cache::Fresh => Some(room.fresh_cargo_target()?),
         };
         let dirs = room.run_dirs()?;
-        let command = self.plan.command_line(&self.runner_script);
+        let command = self.setup.plan.command_line(&self.runner_script);
         let raw = self.confined(&room, &dirs, &command, cache_dir.as_deref(), report)?;
         if cache == Cache::Shared && cache_dir.is_some() {
             room.note_cache_written();
@@ -225,7 +283,7 @@ impl<'a> Verifier<'a> {
             interrupted: raw.interrupted,
         };
         dirs.remove()?;
-        Ok(TestResult::read(self.plan, &output, ended, cases))
+        Ok(TestResult::read(self.setup.plan, &output, ended, cases))
     }
 
     /// Runs the setup command in the clean room; a failure comes back as a result that says
@@ -254,7 +312,7 @@ impl<'a> Verifier<'a> {
             "the setup command `{setup}` failed ({status}), so the tests did not run:\n{}",
             crate::testrun::tail(&output, 30, 3000)
         );
-        Ok(Some(TestResult::not_run(&self.plan.label, &why)))
+        Ok(Some(TestResult::not_run(&self.setup.plan.label, &why)))
     }
 
     /// `command` in the clean room: writes only there, in this run's own HOME, TMPDIR and
@@ -289,12 +347,12 @@ impl<'a> Verifier<'a> {
             let results = dirs.results.join("results.json");
             extra.push(("AGENT_GIT_RESULTS".into(), results.display().to_string()));
         }
-        if matches!(self.plan.runner, Runner::Node | Runner::Other) {
+        if matches!(self.setup.plan.runner, Runner::Node | Runner::Other) {
             extra.push(("npm_config_update_notifier".into(), "false".into()));
         }
-        writable.extend(self.sandbox.allowed_writes().iter().cloned());
+        writable.extend(self.setup.sandbox.allowed_writes().iter().cloned());
         let read_only = match room.current_tree() {
-            Some(tree) => room.protected_paths(tree, self.protection)?,
+            Some(tree) => room.protected_paths(tree, self.setup.protection)?,
             None => Vec::new(),
         };
         let jail = Jail {
@@ -315,18 +373,19 @@ impl<'a> Verifier<'a> {
             home_overlay: None,
             env: crate::sandbox::sandbox_env(std::env::vars(), &dirs.home, &dirs.tmp, &extra),
         };
-        let label = self.plan.label.as_str();
-        let mut waiting = |elapsed: Duration| (self.waiting)(label, elapsed);
-        self.sandbox
+        let label = self.setup.plan.label.as_str();
+        let mut waiting = |elapsed: Duration| (self.setup.waiting)(label, elapsed);
+        self.setup
+            .sandbox
             .run(
                 &jail,
                 command,
-                self.plan.timeout,
-                self.interrupt,
+                self.setup.plan.timeout,
+                self.setup.interrupt,
                 &mut waiting,
             )
             .map_err(|source| VerifyError::Start {
-                command: self.plan.label.clone(),
+                command: self.setup.plan.label.clone(),
                 source,
             })
     }

@@ -492,6 +492,11 @@ impl CleanRoom {
         self.setup_from.is_some() && self.setup_from != self.current
     }
 
+    /// Whether what the setup command made comes from a tree other than `tree`.
+    pub fn setup_is_from_another(&self, tree: Oid) -> bool {
+        self.setup_from.is_some_and(|from| from != tree)
+    }
+
     /// A digest of the blobs of `tree` that a setup command depends on.
     fn setup_inputs(&self, tree: Oid) -> Result<u64, WorkspaceError> {
         let tree = self.repo.find_tree(tree)?;

@@ -11,6 +11,7 @@ pub mod land;
 pub mod notes;
 mod restore;
 mod setup;
+mod tested;
 
 pub use cleanroom::{CleanRoom, RunDirs};
 pub use dirty::{snapshot_working_tree, uncommitted};
@@ -19,6 +20,7 @@ pub use setup::{
     base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
     sweep_abandoned_worktrees, tree_files, BaseInfo, SetupError,
 };
+pub use tested::{record_tested, tested, Tested, TESTED_NOTES};
 
 use crate::guard::{changed_test_sections, Protection};
 use git2::{
@@ -58,6 +60,20 @@ impl WorkspaceError {
             source,
         }
     }
+}
+
+/// The repository's config file, if it holds what looks like a credential (an HTTP
+/// header CI checkouts leave, a URL with a password or token): commands may not read it.
+pub fn config_with_credentials(common_dir: &Path) -> Option<PathBuf> {
+    let config = common_dir.join("config");
+    let text = std::fs::read_to_string(&config).ok()?;
+    let lower = text.to_lowercase();
+    let userinfo = regex::Regex::new(r"://[^/\s@]+:[^/\s@]+@").ok()?;
+    let holds = lower.contains("extraheader")
+        || lower.contains("token")
+        || lower.contains("password")
+        || userinfo.is_match(&text);
+    holds.then_some(config)
 }
 
 /// Removes whatever is at `path` without following it: a link goes, not what it points to;
@@ -168,18 +184,10 @@ impl Workspace {
         &self.common_dir
     }
 
-    /// The repository's config file, if it holds what looks like a credential (an HTTP
-    /// header CI checkouts leave, a URL with a password or token): commands may not read it.
+    /// The repository's config file, if it holds what looks like a credential: commands may
+    /// not read it.
     pub fn config_with_credentials(&self) -> Option<PathBuf> {
-        let config = self.common_dir.join("config");
-        let text = std::fs::read_to_string(&config).ok()?;
-        let lower = text.to_lowercase();
-        let userinfo = regex::Regex::new(r"://[^/\s@]+:[^/\s@]+@").ok()?;
-        let holds = lower.contains("extraheader")
-            || lower.contains("token")
-            || lower.contains("password")
-            || userinfo.is_match(&text);
-        holds.then_some(config)
+        config_with_credentials(&self.common_dir)
     }
 
     /// Where the repository's objects are: the clean room borrows them.
