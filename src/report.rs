@@ -97,7 +97,8 @@ impl Report<'_> {
     /// The whole commit message: subject, body, trailers.
     pub fn message(&self) -> String {
         let mut out = vec![self.subject(), String::new()];
-        out.push(format!("Task: {}", self.task.trim()));
+        // A task's later lines are indented: no line of it can pass for a field of the report.
+        out.push(format!("Task: {}", self.task.trim().replace('\n', "\n  ")));
         out.push(format!("Model: {}", self.model));
         out.push(format!("Base: {} ({})", self.base, self.base_summary));
         out.push(format!("Outcome: {}", self.outcome_line()));
@@ -154,6 +155,8 @@ impl Report<'_> {
         out.push(format!("Agent-Model: {}", self.model));
         out.push(format!("Agent-Tokens: {}", self.tokens_trailer()));
         out.push(format!("Agent-Cost: {}", self.cost_trailer()));
+        out.push(format!("Agent-Base: {}", self.base));
+        out.push(format!("Agent-Branch: {}", self.branch));
         out.join("\n") + "\n"
     }
 
@@ -402,6 +405,8 @@ Agent-Turns: 2
 Agent-Model: script:r.json
 Agent-Tokens: 1200 in, 300 out, 0 cache write, 3600 cache read
 Agent-Cost: 0.0123 USD
+Agent-Base: 0123456789abcdef0123456789abcdef01234567
+Agent-Branch: agent/fix-the-adder-ab12cd34
 ";
         assert_eq!(report.message(), expected);
         let json = report.json(&["c1".into()], Some("r1"), None);

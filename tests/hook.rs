@@ -306,8 +306,17 @@ fn a_tree_that_passed_is_not_tested_again_until_the_test_command_changes() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(p.test_runs(), 1);
     let tree = p.git(&["rev-parse", "HEAD^{tree}"]);
-    let note = p.git(&["notes", "--ref", "agent-git-tests", "show", tree.trim()]);
+    let kept = p
+        .repo
+        .join(".git/agent-git/tested")
+        .join(format!("{}.json", tree.trim()));
+    let note = std::fs::read_to_string(&kept).unwrap();
     assert!(note.contains("\"verdict\": \"passed\""), "{note}");
+    assert_eq!(
+        p.git(&["for-each-ref", "refs/notes/"]),
+        "",
+        "no pass is kept in a ref, which could be fetched from elsewhere"
+    );
 
     // A tag, an annotated tag, a second remote, a commit with the same tree: nothing runs.
     p.git(&["tag", "v1"]);

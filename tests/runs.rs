@@ -566,3 +566,125 @@ fn a_run_that_ran_out_of_turns_is_resumed_on_its_branch_and_passes() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_task_cannot_forge_the_base_and_a_branch_of_the_user_is_never_a_run() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let head = env.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    commit_file(&env, &repo, "notes.md", "older\n", "older");
+    commit_file(&env, &repo, "notes.md", "newer\n", "newer");
+    let older = env.git(&repo, &["rev-parse", "HEAD~1"]).trim().to_string();
+    // The task holds a line that looks like the report's own `Base:` field.
+    let task = format!("Make the tests pass.\nBase: {older} (older)");
+    let script = env.script("look.json", json!([end_turn("Looked.")]));
+    let model = format!("script:{}", script.display());
+    let out = env.agent(
+        &repo,
+        &[
+            "fix",
+            &task,
+            "--model",
+            &model,
+            "--branch",
+            "agent/forged",
+            "--max-turns",
+            "1",
+        ],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let listed: Value =
+        serde_json::from_str(&stdout(&env.agent(&repo, &["runs", "--all", "--json"]))).unwrap();
+    let run = &listed.as_array().unwrap()[0];
+    let real_base = env.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    assert_eq!(run["base"], real_base.as_str(), "{run}");
+    assert_ne!(real_base, head);
+    assert_eq!(run["task"], task.as_str(), "the task is read back whole");
+
+    // A branch of the user's own that points at the report commit is not the run.
+    env.git(&repo, &["branch", "my-experiment", "agent/forged"]);
+    let out = env.agent(&repo, &["gc", "--failed"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let left = branches(&env, &repo);
+    assert!(left.contains(&"my-experiment".to_string()), "{left:?}");
+    assert!(!left.contains(&"agent/forged".to_string()), "{left:?}");
+    let out = env.agent(&repo, &["discard", "my-experiment"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(branches(&env, &repo).contains(&"my-experiment".to_string()));
+}
+
+#[test]
+fn apply_keeps_ignored_files_and_lands_a_dirty_run_once_the_work_is_committed() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            (".gitignore", ".env\n"),
+        ],
+    );
+    std::fs::write(repo.join(".env"), "SECRET=hunter2\n").unwrap();
+    // The run un-ignores `.env` and writes one of its own.
+    let run = env.fix_scripted(
+        &repo,
+        "agent/env",
+        json!([
+            calls(
+                "Fix add and add settings.",
+                vec![
+                    fix_add(),
+                    tool(
+                        "i",
+                        "write_file",
+                        json!({"path": ".gitignore", "content": ""})
+                    ),
+                    tool(
+                        "e",
+                        "write_file",
+                        json!({"path": ".env", "content": "MODEL=1\n"})
+                    ),
+                ]
+            ),
+            end_turn("Done.")
+        ]),
+        &[],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let before = UserState::capture(&env, &repo);
+    let out = env.agent(&repo, &["apply", "agent/env"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("in the way in your working tree (.env)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".env")).unwrap(),
+        "SECRET=hunter2\n"
+    );
+    assert_eq!(UserState::capture(&env, &repo), before);
+
+    // A --dirty run: applied after the user commits the work it started from.
+    let repo = env.repo("dirty", &[("calc.py", CALC), ("test_calc.py", TEST_CALC)]);
+    std::fs::write(repo.join("notes.md"), "mine\n").unwrap();
+    let run = env.fix_scripted(
+        &repo,
+        "agent/dirty",
+        json!([
+            calls("calc: add() adds.", vec![fix_add()]),
+            end_turn("Done.")
+        ]),
+        &["--dirty"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    env.git(&repo, &["add", "notes.md"]);
+    env.git(&repo, &["commit", "-q", "-m", "my notes"]);
+    let out = env.agent(&repo, &["apply", "agent/dirty"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(repo.join("calc.py")).unwrap(),
+        CALC_FIXED
+    );
+    assert_eq!(env.git(&repo, &["status", "--porcelain"]), "");
+}

@@ -109,6 +109,9 @@ pub fn uninstall(dir: &Path) -> Result<Uninstalled, String> {
     }
 }
 
+/// The first comment line of the helper that earlier versions had users copy by hand.
+const OLD_HELPER_HEADER: &str = "# agent-git pre-push helper.";
+
 enum Kind {
     /// agent-git's hook, with its text.
     Ours(String),
@@ -129,16 +132,17 @@ fn kind(path: &Path) -> Result<Option<Kind>, String> {
             path.display()
         ));
     }
-    if !meta.is_file() {
+    if !meta.is_file() && !meta.file_type().is_symlink() {
         return Ok(Some(Kind::Other));
     }
-    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    // Read through a link too: a link to agent-git's own script is ours, and keeping it as
+    // the hook to run first would have the hook call itself for ever.
+    let Ok(text) = std::fs::read(path) else {
+        return Ok(Some(Kind::Other));
+    };
     let text = String::from_utf8_lossy(&text).into_owned();
-    Ok(Some(if text.lines().any(|l| l == MARKER) {
-        Kind::Ours(text)
-    } else {
-        Kind::Other
-    }))
+    let ours = text.lines().any(|l| l == MARKER || l == OLD_HELPER_HEADER);
+    Ok(Some(if ours { Kind::Ours(text) } else { Kind::Other }))
 }
 
 /// Writes the hook whole or not at all (a temp file renamed into place), executable.
@@ -180,6 +184,27 @@ mod tests {
             std::fs::read_to_string(dir.path().join("pre-push")).unwrap(),
             "#!/bin/sh\nexit 1\n"
         );
+    }
+
+    #[test]
+    fn a_link_to_our_own_script_and_the_old_helper_are_ours_never_chained() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("agent-git-pre-push");
+        std::fs::write(&script, HOOK_SCRIPT).unwrap();
+        let hook = dir.path().join("pre-push");
+        std::os::unix::fs::symlink(&script, &hook).unwrap();
+        assert_eq!(install(dir.path()), Ok(Installed::AlreadyInstalled));
+        assert!(
+            !dir.path().join(CHAINED).exists(),
+            "never chained to itself"
+        );
+
+        std::fs::remove_file(&hook).unwrap();
+        let old = "#!/bin/sh\n# agent-git pre-push helper.\n#\n# Before a push, ...\n";
+        std::fs::write(&hook, old).unwrap();
+        assert_eq!(install(dir.path()), Ok(Installed::Updated));
+        assert_eq!(std::fs::read_to_string(&hook).unwrap(), HOOK_SCRIPT);
+        assert!(!dir.path().join(CHAINED).exists());
     }
 
     #[test]

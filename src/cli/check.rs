@@ -25,7 +25,7 @@ As a pre-push hook (agent-git hook install), by git config:
   agent-git.prePush.strict   true: in block and fix mode, refuse also when the tests could
                              not be run
 A tree that passed before with the same test set-up is not tested again (the passes are
-notes in refs/notes/agent-git-tests). AGENT_GIT_SKIP=1 skips the check.
+files in .git/agent-git/tested/, this clone's own). AGENT_GIT_SKIP=1 skips the check.
 
 Exit codes:
   0    the tests pass (with --pre-push: the push may go on)

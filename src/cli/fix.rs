@@ -343,6 +343,15 @@ fn earlier_attempt(repo: &Repository, query: &str) -> Result<Attempt, CliError> 
             run.run_id, run.branch
         )));
     }
+    let places =
+        crate::workspace::discard::checked_out(repo, &format!("refs/heads/{}", run.branch));
+    if let Some((_, place)) = places.first() {
+        return Err(usage(&format!(
+            "the branch {} of run {} is checked out in {place} (a kept work tree?); remove that \
+             work tree (`git worktree remove PATH`) or switch it to another branch, then resume",
+            run.branch, run.run_id
+        )));
+    }
     let base = run.base.ok_or_else(|| {
         usage(&format!(
             "the report of run {} names no base commit",

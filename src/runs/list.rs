@@ -49,18 +49,30 @@ fn finished_run(tip: &Commit, branch: &str) -> Option<Run> {
     if trailers.contains_key("Agent-Applied") {
         return None;
     }
+    // A branch is the run only under the name the run gave it: another branch pointing at
+    // the same report (the user's own) is not, and is never discarded as one. Reports made
+    // before the trailer existed count on agent-git's own branch prefix.
+    let own_name = match get("Agent-Branch") {
+        Some(name) => name == branch,
+        None => branch.starts_with("agent/"),
+    };
+    if !own_name {
+        return None;
+    }
+    // The base is read from the trailer, which the task cannot forge; older reports from
+    // their `Base:` line.
+    let base = get("Agent-Base")
+        .or_else(|| body_line(&message, "Base: ").map(str::to_string))
+        .and_then(|b| b.split_whitespace().next().map(str::to_string))
+        .and_then(|b| Oid::from_str(&b).ok());
     Some(Run {
         run_id: get("Agent-Run")?,
         outcome: get("Agent-Outcome")?,
         branch: branch.to_string(),
         tip: tip.id(),
         running: false,
-        base: body_line(&message, "Base: ")
-            .and_then(|b| b.split_whitespace().next())
-            .and_then(|b| Oid::from_str(b).ok()),
-        task: body_line(&message, "Task: ")
-            .unwrap_or_default()
-            .to_string(),
+        base,
+        task: task_of(&message),
         tests: get("Agent-Tests").unwrap_or_default(),
         turns: get("Agent-Turns").unwrap_or_default(),
         cost: get("Agent-Cost").unwrap_or_default(),
@@ -80,6 +92,20 @@ pub(crate) fn trailers(message: &str) -> HashMap<String, String> {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+/// The report's task: its `Task:` line and the indented lines that go on from it.
+fn task_of(message: &str) -> String {
+    let mut lines = message.lines().skip_while(|l| !l.starts_with("Task: "));
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    let mut task = first.trim_start_matches("Task: ").to_string();
+    for line in lines.take_while(|l| l.starts_with("  ")) {
+        task.push('\n');
+        task.push_str(&line[2..]);
+    }
+    task
 }
 
 /// The rest of the first body line starting with `prefix`.

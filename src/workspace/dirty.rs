@@ -6,6 +6,20 @@ use super::{BaseInfo, SetupError};
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Status, StatusOptions};
 use std::path::Path;
 
+/// The trailer that marks a commit `--dirty` made of a working tree.
+pub const SNAPSHOT_TRAILER: &str = "Agent-Snapshot";
+
+/// The commit a `--dirty` snapshot was made on top of, if `commit` is one.
+pub fn snapshot_parent(repo: &Repository, commit: Oid) -> Option<Oid> {
+    let commit = repo.find_commit(commit).ok()?;
+    let message = commit.message().ok()?;
+    let trailers = git2::message_trailers_strs(message).ok()?;
+    let marked = trailers.iter().any(|(key, _)| key == SNAPSHOT_TRAILER);
+    (marked && commit.parent_count() == 1)
+        .then(|| commit.parent_id(0).ok())
+        .flatten()
+}
+
 /// The tracked files whose working-tree or staged content differs from HEAD.
 pub fn uncommitted(repo: &Repository) -> Result<Vec<String>, SetupError> {
     Ok(changes(repo, false)?
@@ -57,7 +71,8 @@ pub fn snapshot_working_tree(repo: &Repository) -> Result<BaseInfo, SetupError> 
         head.id(),
         changed.len()
     );
-    let id = repo.commit(None, &signature, &signature, &summary, &tree, &[&head])?;
+    let message = format!("{summary}\n\n{SNAPSHOT_TRAILER}: working tree\n");
+    let id = repo.commit(None, &signature, &signature, &message, &tree, &[&head])?;
     Ok(BaseInfo { id, summary })
 }
 

@@ -75,8 +75,16 @@ pub fn land(repo: &Repository, landing: &Landing) -> Result<Oid, LandError> {
     if !dirty.is_empty() {
         return Err(LandError::Dirty(dirty));
     }
-    let base_in_history = head_commit.id() == landing.base
-        || repo.graph_descendant_of(head_commit.id(), landing.base)?;
+    let in_history = |commit: Oid| -> Result<bool, git2::Error> {
+        Ok(head_commit.id() == commit || repo.graph_descendant_of(head_commit.id(), commit)?)
+    };
+    // A run started `--dirty` from a snapshot of the working tree: what counts is that the
+    // snapshot's own base is in the history (the user commits their changes, then applies).
+    let base_in_history = in_history(landing.base)?
+        || super::dirty::snapshot_parent(repo, landing.base)
+            .map(in_history)
+            .transpose()?
+            .unwrap_or(false);
     if !base_in_history {
         return Err(LandError::NotAncestor {
             base: short(landing.base),
@@ -89,7 +97,16 @@ pub fn land(repo: &Repository, landing: &Landing) -> Result<Oid, LandError> {
         return Err(LandError::NothingToApply);
     }
     let landed = commit(repo, &head_commit, tree, landing)?;
-    check_out(repo, tree)?;
+    match check_out(repo, tree) {
+        Ok(()) => {}
+        // Found before the first write: nothing to undo, and what is in the way is the user's.
+        Err(e @ LandError::InTheWay(_)) => return Err(e),
+        Err(e) => {
+            // Stopped midway (a file it could not write): what it wrote is put back.
+            undo_checkout(repo, &head_commit, tree);
+            return Err(e);
+        }
+    }
     if let Err(e) = move_head(repo, &head, head_commit.id(), landed, landing.reflog) {
         // Put the files back as HEAD has them, so a failure leaves the checkout as it was.
         let mut back = CheckoutBuilder::new();
@@ -173,8 +190,10 @@ fn commit(
 fn check_out(repo: &Repository, tree: Oid) -> Result<(), LandError> {
     let in_the_way = RefCell::new(Vec::new());
     let mut checkout = CheckoutBuilder::new();
+    // An ignored file in the way (a `.env`) is the user's too: never overwritten.
     checkout
         .safe()
+        .overwrite_ignored(false)
         .notify_on(CheckoutNotificationType::CONFLICT)
         .notify(|_, path, _, _, _| {
             if let Some(path) = path {
@@ -193,6 +212,33 @@ fn check_out(repo: &Repository, tree: Oid) -> Result<(), LandError> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// Puts the paths a checkout of `landed` may have written back as HEAD has them: the files it
+/// changed or removed are restored, the ones it added removed. The checkout was safe, so none
+/// of them held the user's own work.
+fn undo_checkout(repo: &Repository, head: &git2::Commit, landed: Oid) {
+    let (Ok(head_tree), Ok(landed_tree)) = (head.tree(), repo.find_tree(landed)) else {
+        return;
+    };
+    let Ok(diff) = repo.diff_tree_to_tree(Some(&head_tree), Some(&landed_tree), None) else {
+        return;
+    };
+    let workdir = repo.workdir().map(std::path::Path::to_path_buf);
+    let mut back = CheckoutBuilder::new();
+    back.force();
+    for delta in diff.deltas() {
+        match (delta.status(), delta.new_file().path(), &workdir) {
+            (git2::Delta::Added, Some(path), Some(workdir)) => {
+                let _ = std::fs::remove_file(workdir.join(path));
+            }
+            (_, Some(path), _) => {
+                back.path(path);
+            }
+            _ => {}
+        }
+    }
+    let _ = repo.checkout_tree(head_tree.as_object(), Some(&mut back));
 }
 
 /// Moves the current branch (or a detached HEAD) to `landed`, only if it is still at `from`.

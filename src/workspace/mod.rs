@@ -20,7 +20,7 @@ pub use setup::{
     base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
     sweep_abandoned_worktrees, tree_files, BaseInfo, SetupError,
 };
-pub use tested::{record_tested, tested, Tested, TESTED_NOTES};
+pub use tested::{record_tested, tested, Tested, TESTED_DIR};
 
 use crate::guard::{changed_test_sections, Protection};
 use git2::{

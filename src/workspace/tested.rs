@@ -1,13 +1,17 @@
-//! The trees whose tests passed, kept in git: a note on the tree object in
-//! `refs/notes/agent-git-tests`, so a tag, a rebase that keeps the tree or a push to a second
-//! remote costs no test run. A note holds one entry per test set-up (command and settings), so
-//! a changed test command is a new question, never answered by an old pass.
+//! The trees whose tests passed, kept where only this clone's user writes: a file per tree
+//! under the git dir's `agent-git/tested/`, never a ref (a ref can be fetched, pushed or
+//! copied with a mirror, and a pass must not come from anywhere but a test run here). A tag, a
+//! rebase that keeps the tree or a push to a second remote then costs no test run. A file
+//! holds one entry per test set-up (command and settings), so a changed test command is a new
+//! question, never answered by an old pass.
 
-use super::{WorkspaceError, AGENT_EMAIL, AGENT_NAME};
-use git2::{Oid, Repository, Signature};
+use super::WorkspaceError;
+use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
-pub const TESTED_NOTES: &str = "refs/notes/agent-git-tests";
+/// Where the passes are kept, inside the common git dir.
+pub const TESTED_DIR: &str = "agent-git/tested";
 
 /// How many set-ups one tree keeps passes for (the newest ones).
 const KEPT_PER_TREE: usize = 4;
@@ -25,6 +29,12 @@ pub struct Tested {
     pub commit: String,
 }
 
+fn file_of(repo: &Repository, tree: Oid) -> PathBuf {
+    repo.commondir()
+        .join(TESTED_DIR)
+        .join(format!("{tree}.json"))
+}
+
 /// The pass recorded for `tree` under `identity`, if there is one.
 pub fn tested(repo: &Repository, tree: Oid, identity: &str) -> Option<Tested> {
     entries(repo, tree)
@@ -32,7 +42,8 @@ pub fn tested(repo: &Repository, tree: Oid, identity: &str) -> Option<Tested> {
         .find(|t| t.identity == identity && t.verdict == "passed")
 }
 
-/// Records a pass of `tree`, replacing an older one of the same set-up.
+/// Records a pass of `tree`, replacing an older one of the same set-up. The file is written
+/// whole or not at all.
 pub fn record_tested(repo: &Repository, tree: Oid, entry: Tested) -> Result<(), WorkspaceError> {
     let mut all = entries(repo, tree);
     all.retain(|t| t.identity != entry.identity);
@@ -40,25 +51,22 @@ pub fn record_tested(repo: &Repository, tree: Oid, entry: Tested) -> Result<(), 
     let skip = all.len().saturating_sub(KEPT_PER_TREE);
     let kept: Vec<&Tested> = all.iter().skip(skip).collect();
     let text = serde_json::to_string_pretty(&kept)
-        .map_err(|e| WorkspaceError::Unsafe(format!("cannot write the test note: {e}")))?;
-    let signature = Signature::now(AGENT_NAME, AGENT_EMAIL)?;
-    repo.note(
-        &signature,
-        &signature,
-        Some(TESTED_NOTES),
-        tree,
-        &format!("{text}\n"),
-        true,
-    )?;
+        .map_err(|e| WorkspaceError::Unsafe(format!("cannot write the record of a pass: {e}")))?;
+    let path = file_of(repo, tree);
+    let dir = repo.commondir().join(TESTED_DIR);
+    let io = |e| WorkspaceError::io("record a pass in", &dir, e);
+    std::fs::create_dir_all(&dir).map_err(io)?;
+    let temp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
+    std::fs::write(temp.path(), format!("{text}\n")).map_err(io)?;
+    temp.persist(&path).map_err(|e| io(e.error))?;
     Ok(())
 }
 
-/// The entries of a tree's note; none when there is no note or it is not ours to read.
+/// The entries kept for a tree; none when there are none or they cannot be read.
 fn entries(repo: &Repository, tree: Oid) -> Vec<Tested> {
-    repo.find_note(Some(TESTED_NOTES), tree)
+    crate::files::read_regular(&file_of(repo, tree), 1 << 20)
         .ok()
-        .and_then(|note| note.message().ok().map(str::to_string))
-        .and_then(|text| serde_json::from_str(&text).ok())
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
 }
 
