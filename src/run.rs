@@ -94,7 +94,6 @@ pub fn execute(
         Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?
     };
     workspace.max_file_size = plan.max_file_size;
-    plan.notes.extend(hooks_note(&workspace, plan.run_hooks));
     progress(&format!(
         "run {} on branch {} (work tree {})",
         plan.run_id,
@@ -119,8 +118,9 @@ pub fn execute(
     finished
 }
 
-/// Which of the repository's commit hooks agent commits run, if it has any.
-fn hooks_note(workspace: &Workspace, run_hooks: bool) -> Option<String> {
+/// Which of the repository's commit hooks agent commits run, if it has any: none with
+/// `--no-verify`, nor without a sandbox to run them in.
+fn hooks_note(workspace: &Workspace, asked: bool, run: bool) -> Option<String> {
     let present: Vec<&str> = crate::workspace::COMMIT_HOOKS
         .into_iter()
         .filter(|hook| workspace.hook_path(hook).is_some())
@@ -128,16 +128,13 @@ fn hooks_note(workspace: &Workspace, run_hooks: bool) -> Option<String> {
     if present.is_empty() {
         return None;
     }
-    Some(if run_hooks {
-        format!(
-            "commit hooks: {} ran on each agent commit, in the sandbox",
-            present.join(" and ")
-        )
-    } else {
-        format!(
-            "commit hooks skipped (--no-verify): {}",
-            present.join(" and ")
-        )
+    let hooks = present.join(" and ");
+    Some(match (asked, run) {
+        (true, true) => {
+            format!("commit hooks: {hooks} ran on each agent commit, as the model's commands run")
+        }
+        (true, false) => format!("commit hooks not run (no sandbox to run them in): {hooks}"),
+        (false, _) => format!("commit hooks skipped (--no-verify): {hooks}"),
     })
 }
 
@@ -258,6 +255,9 @@ fn work(
     )
     .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
     progress(&format!("sandbox: {}", sandbox.describe()));
+    let hooks_run = plan.run_hooks && sandbox.refusal().is_none();
+    plan.notes
+        .extend(hooks_note(workspace, plan.run_hooks, hooks_run));
     let verifier = Verifier::new(
         workspace,
         &plan.protection,

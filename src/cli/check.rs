@@ -9,7 +9,7 @@ use crate::check::{
 };
 use crate::model::ModelSpec;
 use crate::settings::Layer;
-use crate::workspace::{open_user_repo, resolve_base};
+use crate::workspace::{open_user_repo, resolve_base, SetupError};
 use clap::Args;
 use git2::Repository;
 use std::io::Read;
@@ -63,7 +63,12 @@ pub fn run(args: CheckArgs) -> Result<u8, CliError> {
         }
     };
     let repo = open(&args.repo)?;
-    let base = resolve_base(&repo, &rev)?;
+    let base = resolve_base(&repo, &rev).map_err(|e| match e {
+        SetupError::UnknownBase(rev) => CliError::Usage(format!(
+            "unknown revision `{rev}`; name a branch, tag or commit that exists"
+        )),
+        other => other.into(),
+    })?;
     let mut checker = Checker::new(&repo);
     let verdict = checker.check(base.id, &mut |line| eprintln!("agent-git: {line}"));
     let checked = Checked {
