@@ -5,6 +5,7 @@
 mod api_failures;
 mod brief;
 mod common;
+mod evals;
 mod ends;
 mod fix;
 mod hook;
