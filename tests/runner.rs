@@ -5,8 +5,8 @@
 mod api_failures;
 mod brief;
 mod common;
-mod evals;
 mod ends;
+mod evals;
 mod fix;
 mod hook;
 mod models;
