@@ -6,6 +6,7 @@ mod api_failures;
 mod brief;
 mod common;
 mod ends;
+mod eval;
 mod fix;
 mod hook;
 mod models;
