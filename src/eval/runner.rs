@@ -209,7 +209,6 @@ fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Com
         cmd.args(["--max-cost", &cost.to_string()]);
     }
     cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", dir.join("home"))
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_SYSTEM", "/dev/null")
@@ -220,11 +219,17 @@ fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Com
             cmd.env(name, value);
         }
     }
-    if let Some(tmp) = std::env::var_os("TMPDIR") {
-        cmd.env("TMPDIR", tmp);
+    for name in KEPT_VARIABLES {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
     }
     Ok(cmd)
 }
+
+/// What a run keeps of the eval's environment besides the API keys: where programs and temp
+/// files are, and where the model servers are.
+const KEPT_VARIABLES: &[&str] = &["PATH", "TMPDIR", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ended {
