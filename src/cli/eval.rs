@@ -14,8 +14,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+const EVAL_HELP: &str = "\
+Exit codes:
+  0    every run started was recorded, whatever its outcome (the table tells)
+  2    usage error, a task that cannot be used, or a refused import (nothing written)
+  4    the harness failed
+  130  interrupted (Ctrl-C): finished runs are kept; rerun with the same --out to go on";
+
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(args_conflicts_with_subcommands = true, after_help = EVAL_HELP)]
 pub struct EvalArgs {
     #[command(subcommand)]
     pub command: Option<EvalCommand>,
@@ -145,6 +152,9 @@ fn run_suite(args: RunArgs) -> Result<u8, CliError> {
         out: args.out.clone(),
         exe,
     };
+    for task in &plan.tasks {
+        plan.model_for(task).map_err(eval_error)?; // a missing oracle is a usage error
+    }
     let earlier = read_existing(&args.out).map_err(eval_error)?;
     plan.skip_done(&earlier);
     let interrupt = Arc::new(AtomicBool::new(false));
