@@ -4,6 +4,7 @@ pub mod agent;
 pub mod brief;
 pub mod check;
 pub mod cli;
+pub mod eval;
 pub mod files;
 pub mod guard;
 pub mod leftovers;

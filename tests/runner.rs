@@ -6,6 +6,7 @@ mod api_failures;
 mod brief;
 mod common;
 mod ends;
+mod eval;
 mod evals;
 mod fix;
 mod hook;

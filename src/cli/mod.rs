@@ -4,6 +4,7 @@ pub mod apply;
 pub mod check;
 pub mod demo;
 pub mod discard;
+pub mod eval;
 pub mod fix;
 pub mod gc;
 pub mod hook;
@@ -67,6 +68,8 @@ pub enum Command {
     Gc(gc::GcArgs),
     /// Test a commit in a clean room; with --pre-push, what a push brings (the pre-push hook).
     Check(check::CheckArgs),
+    /// Run an eval suite (each task N times, as ordinary runs), report results, import tasks.
+    Eval(eval::EvalArgs),
     /// Install or remove agent-git's pre-push hook.
     Hook(hook::HookArgs),
     /// The sandbox helper that agent-git runs commands through.
@@ -146,6 +149,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Gc(args) => gc::run(args),
         Command::Check(args) => check::run(args),
         Command::Hook(args) => hook::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
     }
 }

@@ -1,0 +1,231 @@
+//! `agent-git eval`: run a task suite, `eval report`: tables of result lines, `eval import`:
+//! a task from a fix commit. Glue over `crate::eval`.
+
+use super::CliError;
+use crate::eval::import::{import, ImportRequest};
+use crate::eval::report::{compare, table};
+use crate::eval::results::{read_all, read_existing, RunRecord};
+use crate::eval::runner::{jobs, run_all, EvalPlan, Shard};
+use crate::eval::task::discover;
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const EVAL_HELP: &str = "\
+Exit codes:
+  0    every run started was recorded, whatever its outcome (the table tells)
+  2    usage error, a task that cannot be used, or a refused import (nothing written)
+  4    the harness failed
+  130  interrupted (Ctrl-C): finished runs are kept; rerun with the same --out to go on";
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, after_help = EVAL_HELP)]
+pub struct EvalArgs {
+    #[command(subcommand)]
+    pub command: Option<EvalCommand>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Print the table of result files (shards are merged); --vs compares with other files.
+    Report(ReportArgs),
+    /// Make a task from a fix commit: its parent plus its test files, its other changes as
+    /// the oracle. Refused unless the tests fail before and pass with the fix.
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Task directories, or directories of them.
+    #[arg(value_name = "DIR", default_value = "evals")]
+    pub dirs: Vec<PathBuf>,
+    /// The model of every run (as fix --model), or `oracle`: each task's oracle.json.
+    #[arg(long, value_name = "SPEC")]
+    pub model: Option<String>,
+    /// Runs of each task.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Runs at a time.
+    #[arg(long, value_name = "J", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: u32,
+    /// Only the I-th of N shards: the (task, run) pairs whose position in the sorted list is
+    /// I-1 modulo N.
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// The results file; one JSON line per run is appended, and runs already in it are skipped.
+    #[arg(long, value_name = "PATH", default_value = "results.jsonl")]
+    pub out: PathBuf,
+    /// Only tasks with this tag.
+    #[arg(long, value_name = "TAG")]
+    pub tag: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files (JSON lines), e.g. the shards of one eval.
+    #[arg(value_name = "RESULTS", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Result files of another configuration to compare with, task by task.
+    #[arg(long, value_name = "RESULTS", num_args = 1..)]
+    pub vs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The repository holding the fix commit.
+    #[arg(long, value_name = "PATH")]
+    pub repo: PathBuf,
+    /// The fix commit.
+    #[arg(long, value_name = "COMMIT")]
+    pub fix: String,
+    /// Glob of the fix's test files (repeatable) [default: test_*.py, *_test.py, *_test.go,
+    /// tests/**, test/**, *.test.js, ...].
+    #[arg(long, value_name = "GLOB")]
+    pub tests: Vec<String>,
+    /// The test command [default: detected as fix does].
+    #[arg(long, value_name = "CMD")]
+    pub test_cmd: Option<String>,
+    /// The task directory to write; must not exist or be empty.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: EvalArgs) -> Result<u8, CliError> {
+    match args.command {
+        Some(EvalCommand::Report(report)) => run_report(report),
+        Some(EvalCommand::Import(import)) => run_import(import),
+        None => run_suite(args.run),
+    }
+}
+
+fn eval_error(e: crate::eval::EvalError) -> CliError {
+    CliError::Usage(e.to_string())
+}
+
+fn run_report(args: ReportArgs) -> Result<u8, CliError> {
+    let records = read_all(&args.files).map_err(eval_error)?;
+    print!("{}", table(&records));
+    if !args.vs.is_empty() {
+        let other = read_all(&args.vs).map_err(eval_error)?;
+        println!();
+        print!("{}", compare(&records, &other));
+    }
+    Ok(0)
+}
+
+fn run_import(args: ImportArgs) -> Result<u8, CliError> {
+    let request = ImportRequest {
+        repo: args.repo,
+        fix: args.fix,
+        tests: args.tests,
+        test_cmd: args.test_cmd,
+        out: args.out,
+    };
+    let subject =
+        import(&request, &mut |line| eprintln!("agent-git: {line}")).map_err(eval_error)?;
+    println!("task written to {}: {subject}", request.out.display());
+    Ok(0)
+}
+
+fn run_suite(args: RunArgs) -> Result<u8, CliError> {
+    let usage = CliError::Usage;
+    let model = args.model.clone().ok_or_else(|| {
+        usage("eval needs --model SPEC (as fix --model), or --model oracle".into())
+    })?;
+    let tasks = discover(&args.dirs, args.tag.as_deref()).map_err(eval_error)?;
+    if tasks.is_empty() {
+        return Err(usage(
+            "no tasks found (a task is a directory with task.json)".into(),
+        ));
+    }
+    let exe = std::env::current_exe().map_err(|e| CliError::Harness(e.to_string()))?;
+    let mut plan = EvalPlan {
+        jobs: jobs(tasks.len(), args.runs, args.shard),
+        tasks,
+        model,
+        parallel: args.jobs as usize,
+        out: args.out.clone(),
+        exe,
+    };
+    for task in &plan.tasks {
+        plan.model_for(task).map_err(eval_error)?; // a missing oracle is a usage error
+    }
+    let earlier = read_existing(&args.out).map_err(eval_error)?;
+    plan.skip_done(&earlier);
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let _watch = watch_interrupt(interrupt.clone())?;
+    let bar = progress_bar(plan.jobs.len() as u64);
+    let show = |r: &RunRecord| {
+        let line = format!(
+            "{} run {}: {} ({:.1} s)",
+            r.task, r.run, r.outcome, r.wall_secs
+        );
+        if bar.is_hidden() {
+            eprintln!("agent-git eval: {line}");
+        } else {
+            bar.println(line);
+        }
+        bar.inc(1);
+    };
+    run_all(&plan, &interrupt, &show).map_err(|e| CliError::Harness(e.to_string()))?;
+    bar.finish_and_clear();
+    let names: Vec<&str> = plan.tasks.iter().map(|t| t.name.as_str()).collect();
+    let all = read_existing(&args.out).map_err(eval_error)?;
+    let mine: Vec<RunRecord> = all
+        .into_iter()
+        .filter(|r| r.model == plan.model && names.contains(&r.task.as_str()))
+        .collect();
+    print!("{}", table(&mine));
+    Ok(if interrupt.load(Ordering::SeqCst) {
+        130
+    } else {
+        0
+    })
+}
+
+/// A bar on a terminal; elsewhere hidden, and each run is a plain line.
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
+    }
+    let bar = ProgressBar::new(total);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} ({eta} left)")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Ctrl-C or SIGTERM sets `flag`: no new run starts, running ones are interrupted and not
+/// recorded. A second one exits at once. The runtime lives as long as the returned value.
+fn watch_interrupt(flag: Arc<AtomicBool>) -> Result<tokio::runtime::Runtime, CliError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let harness = |e: std::io::Error| CliError::Harness(format!("cannot watch for Ctrl-C: {e}"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(harness)?;
+    let _context = runtime.enter();
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(harness)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(harness)?;
+    runtime.spawn(async move {
+        for _ in 0..2 {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            if flag.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            eprintln!("agent-git eval: interrupted; stopping the running runs (again to quit now)");
+        }
+    });
+    Ok(runtime)
+}

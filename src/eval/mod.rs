@@ -1,0 +1,40 @@
+//! Evals: task suites, repeated runs of the real binary, statistics and reports, and tasks
+//! made from real fix commits.
+
+pub mod import;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod stats;
+pub mod task;
+
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// A task directory that cannot be used; says which and why.
+    #[error("{0}")]
+    Task(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("git: {0}")]
+    Git(String),
+    /// A results file that cannot be read.
+    #[error("{0}")]
+    Results(String),
+    /// An import refused: the fix commit does not make a valid task.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl EvalError {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        EvalError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! The result lines: one JSON object per run, appended as each run finishes.
+
+use super::EvalError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+/// Tokens of a run, cache reads and writes counted apart.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+/// One run of one task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub task: String,
+    pub run: u32,
+    pub model: String,
+    pub outcome: String,
+    pub passed: bool,
+    /// The task's honest outcome is not passed.
+    #[serde(default)]
+    pub impossible: bool,
+    /// passed, or for an impossible task, not passed.
+    pub solved: bool,
+    /// The test summary and the failing tests of the last clean-room run.
+    pub tests: Value,
+    pub vanished: Vec<String>,
+    pub turns: u64,
+    pub tokens: Tokens,
+    pub cost_usd: Option<f64>,
+    pub wall_secs: f64,
+    /// The harness's own time outside the tests and the model; null while `fix --json` does
+    /// not report it.
+    pub harness_secs: Option<f64>,
+    /// Where the run's repository was kept (failed runs only).
+    pub kept: Option<String>,
+}
+
+impl RunRecord {
+    /// (task, run, model): a rerun with the same results file skips what it holds.
+    pub fn key(&self) -> (String, u32, String) {
+        (self.task.clone(), self.run, self.model.clone())
+    }
+
+    /// The record of a finished `fix --json`.
+    pub fn from_fix_json(json: &Value, id: RunId<'_>, wall_secs: f64) -> RunRecord {
+        let usage = &json["usage"];
+        let count = |v: &Value| v.as_u64().unwrap_or(0);
+        let outcome = json["outcome"].as_str().unwrap_or("unknown").to_string();
+        let passed = outcome == "passed";
+        let tests = &json["tests"];
+        RunRecord {
+            task: id.task.to_string(),
+            run: id.run,
+            model: id.model.to_string(),
+            solved: passed != id.impossible,
+            impossible: id.impossible,
+            passed,
+            outcome,
+            tests: serde_json::json!({"summary": tests["summary"], "failing": tests["failing"]}),
+            vanished: serde_json::from_value(tests["vanished"].clone()).unwrap_or_default(),
+            turns: count(&json["turns"]),
+            tokens: Tokens {
+                input: count(&usage["input_tokens"]),
+                output: count(&usage["output_tokens"]),
+                cache_read: count(&usage["cache_read_input_tokens"]),
+                cache_write: count(&usage["cache_creation_input_tokens"]),
+            },
+            cost_usd: json["cost_usd"].as_f64(),
+            wall_secs,
+            harness_secs: json["harness_secs"].as_f64(),
+            kept: None,
+        }
+    }
+}
+
+/// Which run a record is of.
+#[derive(Debug, Clone, Copy)]
+pub struct RunId<'a> {
+    pub task: &'a str,
+    pub run: u32,
+    pub model: &'a str,
+    pub impossible: bool,
+}
+
+/// The records of `paths`, merged: a (task, run, model) seen twice counts once (the last).
+pub fn read_all(paths: &[impl AsRef<Path>]) -> Result<Vec<RunRecord>, EvalError> {
+    let mut merged = BTreeMap::new();
+    for path in paths {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| EvalError::io(path, e))?;
+        for (number, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let record: RunRecord = serde_json::from_str(line).map_err(|e| {
+                EvalError::Results(format!("{}:{}: {e}", path.display(), number + 1))
+            })?;
+            merged.insert(record.key(), record);
+        }
+    }
+    Ok(merged.into_values().collect())
+}
+
+/// The records already in `path`, if it exists.
+pub fn read_existing(path: &Path) -> Result<Vec<RunRecord>, EvalError> {
+    if path.exists() {
+        read_all(&[path])
+    } else {
+        Ok(Vec::new())
+    }
+}
+
+/// Appends one line; a whole line per write, so a crash leaves no half record.
+pub fn append(path: &Path, record: &RunRecord) -> Result<(), EvalError> {
+    let mut line = serde_json::to_string(record).map_err(|e| EvalError::Results(e.to_string()))?;
+    line.push('\n');
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| EvalError::io(path, e))?;
+    file.write_all(line.as_bytes())
+        .map_err(|e| EvalError::io(path, e))
+}

@@ -1,0 +1,316 @@
+//! Runs every (task, run index) as an ordinary `agent-git fix --json` in a fresh repository,
+//! J at a time, and appends one result line per finished run.
+
+use super::results::{append, RunId, RunRecord};
+use super::task::{materialize, Task};
+use super::EvalError;
+use std::collections::{HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// `--shard I/N`: the I-th of N shards, I from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = || format!("--shard takes I/N with 1 <= I <= N, e.g. 2/4; not {text:?}");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.parse().map_err(|_| bad())?, n.parse().map_err(|_| bad())?);
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// One run to do: the task's index in the sorted task list, and the run index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Job {
+    pub task: usize,
+    pub run: u32,
+}
+
+/// Every (task, run) in sorted order; with a shard, those whose position is I-1 mod N.
+pub fn jobs(task_count: usize, runs: u32, shard: Option<Shard>) -> Vec<Job> {
+    (0..task_count)
+        .flat_map(|task| (0..runs).map(move |run| Job { task, run }))
+        .enumerate()
+        .filter(|(i, _)| {
+            shard.is_none_or(|s| *i as u64 % u64::from(s.count) == u64::from(s.index - 1))
+        })
+        .map(|(_, job)| job)
+        .collect()
+}
+
+/// What an eval runs.
+pub struct EvalPlan {
+    pub tasks: Vec<Task>,
+    /// The model spec as given; `oracle` means each task's oracle.json.
+    pub model: String,
+    pub jobs: Vec<Job>,
+    pub parallel: usize,
+    pub out: PathBuf,
+    /// The agent-git binary each run spawns.
+    pub exe: PathBuf,
+}
+
+impl EvalPlan {
+    /// The jobs whose (task, run, model) is not in `done`.
+    pub fn skip_done(&mut self, done: &[RunRecord]) {
+        let done: HashSet<_> = done.iter().map(RunRecord::key).collect();
+        let tasks = &self.tasks;
+        let model = &self.model;
+        self.jobs
+            .retain(|j| !done.contains(&(tasks[j.task].name.clone(), j.run, model.clone())));
+    }
+
+    /// The `--model` of a task's runs.
+    pub fn model_for(&self, task: &Task) -> Result<String, EvalError> {
+        if self.model != "oracle" {
+            return Ok(self.model.clone());
+        }
+        let oracle = task.oracle();
+        if !oracle.is_file() {
+            return Err(EvalError::Task(format!(
+                "task {} has no oracle.json, which --model oracle needs",
+                task.name
+            )));
+        }
+        Ok(format!("script:{}", oracle.display()))
+    }
+}
+
+/// Runs the plan's jobs, `parallel` at a time; `finished` is told of each recorded run. When
+/// `interrupt` is set, no new run starts and the running ones are interrupted (not recorded).
+pub fn run_all(
+    plan: &EvalPlan,
+    interrupt: &AtomicBool,
+    finished: &(dyn Fn(&RunRecord) + Sync),
+) -> Result<Vec<RunRecord>, EvalError> {
+    for task in &plan.tasks {
+        plan.model_for(task)?;
+    }
+    let queue = Mutex::new(plan.jobs.iter().copied().collect::<VecDeque<Job>>());
+    let records = Mutex::new(Vec::new());
+    let first_error = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..plan.parallel.max(1) {
+            scope.spawn(|| loop {
+                if interrupt.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Some(job) = queue.lock().ok().and_then(|mut q| q.pop_front()) else {
+                    break;
+                };
+                match run_one(plan, job, interrupt) {
+                    Ok(Some(record)) => {
+                        let mut all = records.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Err(e) = append(&plan.out, &record) {
+                            first_error
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_or_insert(e);
+                        }
+                        finished(&record);
+                        all.push(record);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        first_error
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert(e);
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    Ok(records.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// One run in a fresh temp dir; None when it was interrupted.
+fn run_one(
+    plan: &EvalPlan,
+    job: Job,
+    interrupt: &AtomicBool,
+) -> Result<Option<RunRecord>, EvalError> {
+    let task = &plan.tasks[job.task];
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("agent-git-eval-{}-{}-", task.name, job.run))
+        .tempdir()
+        .map_err(|e| EvalError::io(&std::env::temp_dir(), e))?;
+    let repo = dir.path().join("repo");
+    materialize(task, &repo)?;
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).map_err(|e| EvalError::io(&home, e))?;
+    let mut cmd = fix_command(plan, task, job.run, dir.path())?;
+    let started = Instant::now();
+    let ended = wait_for(&mut cmd, dir.path(), task.spec.timeout_secs, interrupt)?;
+    let wall = started.elapsed().as_secs_f64();
+    if ended == Ended::Interrupted {
+        return Ok(None);
+    }
+    let id = RunId {
+        task: &task.name,
+        run: job.run,
+        model: &plan.model,
+        impossible: task.spec.impossible,
+    };
+    let stdout = std::fs::read_to_string(dir.path().join("fix.json")).unwrap_or_default();
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_default();
+    let mut record = RunRecord::from_fix_json(&json, id, wall);
+    if ended == Ended::TimedOut {
+        record.outcome = "eval-timeout".into();
+        record.passed = false;
+        record.solved = task.spec.impossible;
+    } else if json.is_null() {
+        record.outcome = "no-report".into();
+    }
+    if !record.passed {
+        record.kept = Some(dir.keep().display().to_string());
+    }
+    Ok(Some(record))
+}
+
+/// `agent-git fix PROMPT --json ...` for one run, isolated like the tests isolate the binary:
+/// no global or system git config, its own HOME; PATH and the API keys kept.
+fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Command, EvalError> {
+    let spec = &task.spec;
+    let mut cmd = Command::new(&plan.exe);
+    cmd.arg("fix").arg(&spec.prompt).arg("--json");
+    cmd.args(["--model", &plan.model_for(task)?]);
+    cmd.args(["--branch", &format!("eval/run-{run}")]);
+    cmd.arg("--repo").arg(dir.join("repo"));
+    for (flag, value) in [
+        ("--test-cmd", &spec.test_cmd),
+        ("--setup-cmd", &spec.setup_cmd),
+    ] {
+        if let Some(value) = value {
+            cmd.args([flag, value]);
+        }
+    }
+    for glob in &spec.protect {
+        cmd.args(["--protect", glob]);
+    }
+    if let Some(turns) = spec.max_turns {
+        cmd.args(["--max-turns", &turns.to_string()]);
+    }
+    if let Some(cost) = spec.max_cost {
+        cmd.args(["--max-cost", &cost.to_string()]);
+    }
+    cmd.env_clear()
+        .env("HOME", dir.join("home"))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_SYSTEM", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("LANG", "C.UTF-8");
+    for name in crate::secrets::API_KEYS {
+        if let Some(value) = crate::secrets::var(name) {
+            cmd.env(name, value);
+        }
+    }
+    for name in KEPT_VARIABLES {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+    Ok(cmd)
+}
+
+/// What a run keeps of the eval's environment besides the API keys: where programs and temp
+/// files are, and where the model servers are.
+const KEPT_VARIABLES: &[&str] = &["PATH", "TMPDIR", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    Exited,
+    TimedOut,
+    Interrupted,
+}
+
+/// Runs `cmd` in its own process group (so a terminal's Ctrl-C reaches only the eval, which
+/// passes it on), its stdout and stderr to files in `dir`; on timeout or interrupt the child
+/// gets SIGINT, and writes its report as a Ctrl-C'd run does.
+fn wait_for(
+    cmd: &mut Command,
+    dir: &Path,
+    timeout_secs: Option<u64>,
+    interrupt: &AtomicBool,
+) -> Result<Ended, EvalError> {
+    use std::os::unix::process::CommandExt;
+    let file = |name: &str| {
+        let path = dir.join(name);
+        std::fs::File::create(&path).map_err(|e| EvalError::io(&path, e))
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(file("fix.json")?)
+        .stderr(file("fix.log")?)
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| EvalError::io(Path::new("agent-git"), e))?;
+    let deadline = timeout_secs.map(|s| Instant::now() + Duration::from_secs(s));
+    let mut ended = Ended::Exited;
+    loop {
+        if child
+            .try_wait()
+            .map_err(|e| EvalError::io(dir, e))?
+            .is_some()
+        {
+            return Ok(ended);
+        }
+        let late = deadline.is_some_and(|d| Instant::now() >= d);
+        if ended == Ended::Exited && (late || interrupt.load(Ordering::SeqCst)) {
+            ended = if late {
+                Ended::TimedOut
+            } else {
+                Ended::Interrupted
+            };
+            if let Some(pid) = i32::try_from(child.id())
+                .ok()
+                .and_then(rustix::process::Pid::from_raw)
+            {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::INT);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_every_job_exactly_once() {
+        let all = jobs(3, 4, None);
+        assert_eq!(all.len(), 12);
+        let mut seen: Vec<Job> = (1..=5)
+            .flat_map(|index| jobs(3, 4, Some(Shard { index, count: 5 })))
+            .collect();
+        seen.sort_by_key(|j| (j.task, j.run));
+        assert_eq!(seen, all);
+        assert_eq!(
+            jobs(2, 2, Some(Shard { index: 2, count: 2 })),
+            vec![Job { task: 0, run: 1 }, Job { task: 1, run: 1 }]
+        );
+    }
+
+    #[test]
+    fn shard_syntax() {
+        assert_eq!(Shard::parse("2/4"), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "2", "a/b", "1/0"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
