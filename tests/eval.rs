@@ -298,3 +298,46 @@ fn a_commit_whose_tests_pass_before_it_is_refused() {
         .collect();
     assert!(!files.contains(std::ffi::OsStr::new("refused")));
 }
+
+/// The built-in suite as the README runs it: every task solved by its oracle, through `eval`,
+/// with the toolchains of the user's real HOME (rustup's, for the Rust tasks) found although
+/// each run gets a HOME of its own.
+#[test]
+fn the_built_in_suite_is_solved_by_its_oracles() {
+    let env = TestEnv::new();
+    let suite = concat!(env!("CARGO_MANIFEST_DIR"), "/evals");
+    let out_file = env.path().join("suite.jsonl");
+    let mut cmd = eval_cmd(
+        &env,
+        &[
+            suite,
+            "--model",
+            "oracle",
+            "--runs",
+            "1",
+            "--jobs",
+            "2",
+            "--out",
+            out_file.to_str().unwrap(),
+        ],
+    );
+    cmd.env("HOME", std::env::var("HOME").unwrap_or_default());
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = lines(&out_file);
+    let tasks = std::fs::read_dir(suite)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().join("task.json").exists())
+        .count();
+    assert!(tasks >= 20, "{tasks} tasks");
+    assert_eq!(records.len(), tasks);
+    let unsolved: Vec<String> = records
+        .iter()
+        .filter(|r| r["solved"] != true)
+        .map(|r| format!("{} ({})", r["task"], r["outcome"]))
+        .collect();
+    assert!(
+        unsolved.is_empty(),
+        "not solved by their oracles: {unsolved:?}"
+    );
+}

@@ -66,9 +66,15 @@ fn money(value: Option<f64>) -> String {
 /// The table per task and the totals, as `eval` and `eval report` print them.
 pub fn table(records: &[RunRecord]) -> String {
     let mut out = String::new();
+    let width = records
+        .iter()
+        .map(|r| r.task.len() + if r.impossible { 4 } else { 0 })
+        .max()
+        .unwrap_or(0)
+        .max(28);
     let _ = writeln!(
         out,
-        "{:<28} {:>4} {:>6} {:>6} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7}",
+        "{:<width$} {:>4} {:>6} {:>6} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7}",
         "task", "runs", "solved", "rate", "pass@n", "pass^n", "turns", "cost", "$/solved", "wall s"
     );
     for (name, runs) in by_task(records) {
@@ -80,7 +86,7 @@ pub fn table(records: &[RunRecord]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<28} {:>4} {:>6} {:>6.2} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7}",
+            "{:<width$} {:>4} {:>6} {:>6.2} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7}",
             label,
             s.runs,
             s.solved,

@@ -224,8 +224,35 @@ fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Com
             cmd.env(name, value);
         }
     }
+    for (name, value) in toolchain_homes() {
+        cmd.env(name, value);
+    }
     Ok(cmd)
 }
+
+/// Where toolchains keep their installs: the run has a HOME of its own, so those that default
+/// to the user's HOME (rustup, cargo, pyenv, nvm) are named where they really are.
+fn toolchain_homes() -> Vec<(&'static str, std::ffi::OsString)> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    TOOLCHAIN_HOMES
+        .iter()
+        .filter_map(|(name, default)| {
+            let value = std::env::var_os(name).or_else(|| {
+                let dir = home.as_ref()?.join(default);
+                dir.is_dir().then(|| dir.into_os_string())
+            })?;
+            Some((*name, value))
+        })
+        .collect()
+}
+
+/// Toolchain variables, and where each looks under HOME when it is not set.
+const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
+    ("RUSTUP_HOME", ".rustup"),
+    ("CARGO_HOME", ".cargo"),
+    ("PYENV_ROOT", ".pyenv"),
+    ("NVM_DIR", ".nvm"),
+];
 
 /// What a run keeps of the eval's environment besides the API keys: where programs and temp
 /// files are, and where the model servers are.
