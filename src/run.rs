@@ -73,6 +73,7 @@ pub fn execute(
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
 ) -> Result<Finished, RunError> {
+    let started = std::time::Instant::now();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -103,9 +104,19 @@ pub fn execute(
     let ran = run_in(
         &mut plan, &workspace, &interrupt, progress, waiting, &runtime,
     );
+    let spent = ran
+        .as_ref()
+        .ok()
+        .map(|(result, _)| (result.model_time, result.process_time));
+    let with_timing = |mut finished: Finished| {
+        if let Some((model, processes)) = spent {
+            add_timing(&mut finished.json, started.elapsed(), model, processes);
+        }
+        finished
+    };
     let finished = match ran {
         Ok((result, sandbox)) if !result.outcome.keeps_branch() && !resuming => {
-            return finish_without_branch(&plan, workspace, result, &sandbox);
+            return finish_without_branch(&plan, workspace, result, &sandbox).map(with_timing);
         }
         Ok((result, sandbox)) => write_report(&plan, &workspace, result, &sandbox, progress),
         Err(e) => Err(e),
@@ -115,7 +126,25 @@ pub fn execute(
     } else if let Err(e) = workspace.remove_worktree() {
         progress(&format!("could not remove the work tree: {e}"));
     }
-    finished
+    finished.map(with_timing)
+}
+
+/// Where a run's time went, in `--json`: the model, the confined processes (tests, setup,
+/// commands, hooks), and the rest, the harness's own (`harness_secs`).
+fn add_timing(
+    json: &mut Value,
+    wall: std::time::Duration,
+    model: std::time::Duration,
+    processes: std::time::Duration,
+) {
+    let harness = wall.saturating_sub(model).saturating_sub(processes);
+    let secs = |d: std::time::Duration| (d.as_secs_f64() * 1000.0).round() / 1000.0;
+    json["timing"] = json!({
+        "wall_secs": secs(wall),
+        "model_secs": secs(model),
+        "processes_secs": secs(processes),
+    });
+    json["harness_secs"] = json!(secs(harness));
 }
 
 /// Which of the repository's commit hooks agent commits run, if it has any: none with
@@ -294,7 +323,8 @@ fn work(
         only_if_failing: plan.only_if_failing,
         resume: plan.resume.take(),
     };
-    let result = runtime.block_on(agent.run(&plan.task, &tools));
+    let mut result = runtime.block_on(agent.run(&plan.task, &tools));
+    result.process_time = sandbox.busy();
     Ok((result, sandbox.describe()))
 }
 

@@ -340,4 +340,8 @@ fn the_built_in_suite_is_solved_by_its_oracles() {
         unsolved.is_empty(),
         "not solved by their oracles: {unsolved:?}"
     );
+    for record in &records {
+        let harness = record["harness_secs"].as_f64();
+        assert!(harness.is_some_and(|h| h >= 0.0), "{record}");
+    }
 }

@@ -281,14 +281,27 @@ fn json_output_has_the_documented_shape() {
             "branch",
             "commits",
             "cost_usd",
+            "harness_secs",
             "outcome",
             "report_commit",
             "run_id",
             "tests",
+            "timing",
             "turns",
             "usage",
             "worktree"
         ]
+    );
+    // Where the time went: the model, the confined processes (two test runs at least), the rest.
+    let secs = |key: &str| v["timing"][key].as_f64().unwrap();
+    let harness = v["harness_secs"].as_f64().unwrap();
+    assert!(secs("processes_secs") > 0.0, "{}", v["timing"]);
+    assert!(secs("model_secs") >= 0.0, "{}", v["timing"]);
+    let sum = secs("model_secs") + secs("processes_secs") + harness;
+    assert!(
+        (sum - secs("wall_secs")).abs() < 0.01,
+        "{} + {harness}",
+        v["timing"]
     );
 }
 

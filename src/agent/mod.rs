@@ -121,6 +121,10 @@ pub struct RunResult {
     /// For a `passed` run whose conversation ended otherwise (a budget, a model error): how it
     /// ended. The final test run passed with every test of the inventory.
     pub ended_early: Option<String>,
+    /// Time spent waiting for the model, and in confined processes (tests, commands, hooks):
+    /// the rest of a run's time is the harness's own.
+    pub model_time: Duration,
+    pub process_time: Duration,
 }
 
 impl RunResult {
@@ -135,6 +139,8 @@ impl RunResult {
             messages: Vec::new(),
             usage: Usage::default(),
             ended_early: None,
+            model_time: Duration::ZERO,
+            process_time: Duration::ZERO,
         }
     }
 }
@@ -178,6 +184,7 @@ struct Loop {
     /// The last tool call with its result, and how many times in a row it came back.
     last_call: Option<String>,
     repeats: u32,
+    model_time: Duration,
 }
 
 impl Agent<'_> {
@@ -241,6 +248,7 @@ impl Agent<'_> {
             fixed_bytes: self.system.len() + serde_json::to_string(tools).map_or(0, |t| t.len()),
             last_call: None,
             repeats: 0,
+            model_time: Duration::ZERO,
         };
         let stopped = self.converse(&mut state, tools).await;
         let outcome = self.final_check(&mut state, stopped.clone());
@@ -256,6 +264,8 @@ impl Agent<'_> {
             messages: state.messages,
             usage: state.usage,
             ended_early,
+            model_time: state.model_time,
+            process_time: Duration::ZERO,
         }
     }
 
@@ -325,17 +335,20 @@ impl Agent<'_> {
         }
     }
 
-    async fn ask(&mut self, state: &Loop, tools: &[ToolSpec]) -> Result<Reply, ModelError> {
+    async fn ask(&mut self, state: &mut Loop, tools: &[ToolSpec]) -> Result<Reply, ModelError> {
         let request = Request {
             system: self.system,
             messages: &state.messages,
             tools,
         };
         let interrupt = self.interrupt;
-        tokio::select! {
+        let started = std::time::Instant::now();
+        let reply = tokio::select! {
             reply = self.model.reply(&request) => reply,
             _ = wait_for(interrupt) => Err(ModelError::Interrupted),
-        }
+        };
+        state.model_time += started.elapsed();
+        reply
     }
 
     /// Acts on one reply: runs its tool calls, or verifies when the model ends its turn.

@@ -245,6 +245,8 @@ pub struct Sandbox {
     hidden: Vec<PathBuf>,
     /// agent-git's own HOME, which commands see read-only where the sandbox can.
     real_home: Option<PathBuf>,
+    /// How long confined processes ran, in microseconds: time that is not the harness's own.
+    busy_micros: std::sync::atomic::AtomicU64,
 }
 
 /// What the helper is told, as its argv after `sandbox-exec`. Built as a pure value so that
@@ -543,6 +545,7 @@ impl Sandbox {
             real_home: std::env::var_os("HOME")
                 .map(PathBuf::from)
                 .and_then(|h| h.canonicalize().ok()),
+            busy_micros: std::sync::atomic::AtomicU64::new(0),
         };
         // Neither agent-git's environment nor the user's HOME changes during a run: what to
         // cover is found once (only in the credentials' folders do links count: a checkout's,
@@ -628,11 +631,20 @@ impl Sandbox {
             ..self.limits
         };
         let command = self.command(jail, shell, &limits)?;
+        let started = std::time::Instant::now();
         let raw = run_prepared(command, timeout, interrupt, waiting)?;
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.busy_micros
+            .fetch_add(micros, std::sync::atomic::Ordering::Relaxed);
         if self.layers.is_some() {
             helper::remove_cgroup(raw.pid);
         }
         Ok(raw)
+    }
+
+    /// How long the processes it ran (tests, setup, commands, hooks) took, together.
+    pub fn busy(&self) -> Duration {
+        Duration::from_micros(self.busy_micros.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// One line for the start of a run and its report.
