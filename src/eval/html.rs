@@ -243,6 +243,8 @@ pub fn svg(chart: &BarChart<'_>) -> Result<String, EvalError> {
         };
         area.configure_mesh()
             .disable_y_mesh()
+            .light_line_style(TRANSPARENT)
+            .label_style(("sans-serif", 13))
             .x_desc(chart.x_label)
             .y_label_formatter(&label)
             .draw()
