@@ -454,3 +454,109 @@ fn load_in_a_headless_browser(page: &Path) {
         assert!(stdout(&out).contains("Pass rate per task"));
     }
 }
+
+fn repo_file(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+/// The N of the `--shard I/N` in a command.
+fn shard_count(command: &str) -> u64 {
+    let shard = regex::Regex::new(r"--shard [^/]+/(\d+)").unwrap();
+    let n = shard
+        .captures(command)
+        .unwrap_or_else(|| panic!("no --shard in {command}"));
+    n[1].parse().unwrap()
+}
+
+#[test]
+fn the_actions_matrix_runs_each_shard_once_and_then_the_report() {
+    let workflow: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&repo_file(".github/workflows/eval.yml")).unwrap();
+    let jobs = &workflow["jobs"];
+    let steps = jobs["shard"]["steps"].as_sequence().unwrap();
+    let run = steps.iter().filter_map(|s| s["run"].as_str());
+    let command = run.filter(|r| r.contains("--shard")).collect::<Vec<_>>();
+    assert_eq!(command.len(), 1, "one eval step in a shard job");
+    assert!(
+        command[0].contains("--shard ${{ matrix.shard }}/"),
+        "{}",
+        command[0]
+    );
+    assert!(command[0].contains("--out results-${{ matrix.shard }}.jsonl"));
+    let n = shard_count(command[0]);
+    let matrix = jobs["shard"]["strategy"]["matrix"]["shard"]
+        .as_sequence()
+        .unwrap();
+    let shards: Vec<u64> = matrix.iter().map(|s| s.as_u64().unwrap()).collect();
+    assert_eq!(
+        shards,
+        (1..=n).collect::<Vec<_>>(),
+        "shards 1..=N, each once"
+    );
+    let uploads = steps
+        .iter()
+        .filter(|s| s["with"]["name"] == "results-${{ matrix.shard }}");
+    assert_eq!(
+        uploads.count(),
+        1,
+        "each shard uploads its results as an artifact"
+    );
+
+    let report = &jobs["report"];
+    assert_eq!(report["needs"].as_str(), Some("shard"));
+    let steps = report["steps"].as_sequence().unwrap();
+    let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
+    assert!(runs
+        .iter()
+        .any(|r| r.contains("eval report results/results-*.jsonl")));
+    let download = steps.iter().find(|s| s["with"]["pattern"] == "results-*");
+    assert!(
+        download.is_some(),
+        "the report job downloads every shard's results"
+    );
+}
+
+#[test]
+fn the_kubernetes_job_is_indexed_with_one_completion_per_shard() {
+    let text = repo_file("deploy/eval-job.yaml");
+    let documents: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let job = documents.iter().find(|d| d["kind"] == "Job").unwrap();
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"].as_str(), Some("Indexed"));
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"].as_str(), Some("Never"));
+    let container = &pod["containers"][0];
+    let command: Vec<&str> = container["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let script = command.last().unwrap();
+    assert!(
+        script.contains("--shard $((JOB_COMPLETION_INDEX+1))/"),
+        "{script}"
+    );
+    let n = shard_count(script);
+    assert_eq!(
+        spec["completions"].as_u64(),
+        Some(n),
+        "completions == N of --shard"
+    );
+    assert!(spec["parallelism"]
+        .as_u64()
+        .is_some_and(|p| (1..=n).contains(&p)));
+
+    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
+    assert!(
+        script.contains(&format!("--out {mount}/")),
+        "results go to the volume"
+    );
+    let claim = pod["volumes"][0]["persistentVolumeClaim"]["claimName"].as_str();
+    let pvc = documents
+        .iter()
+        .find(|d| d["kind"] == "PersistentVolumeClaim");
+    assert_eq!(claim, pvc.and_then(|p| p["metadata"]["name"].as_str()));
+}
