@@ -419,6 +419,30 @@ mod tests {
     }
 
     #[test]
+    fn pass_rate_rows_side_by_side_with_impossible_tasks_marked() {
+        let (a, b) = (suite("a"), suite("b")[..2].to_vec());
+        let row = |label: &str, values: Vec<Option<f64>>, impossible| Row {
+            label: label.into(),
+            values,
+            impossible,
+        };
+        assert_eq!(
+            pass_rate_chart(&[&a, &b]).rows,
+            vec![
+                row("<script>alert(1)</script>", vec![Some(0.0), None], false),
+                row("impossible-edit-tests (i)", vec![Some(1.0), None], true),
+                row("off-by-one", vec![Some(0.5), Some(0.5)], false),
+            ]
+        );
+        let chart = svg(&pass_rate_chart(&[&a])).unwrap();
+        assert_eq!(
+            chart.matches("fill=\"#808080\"").count(),
+            1,
+            "the impossible bar is grey"
+        );
+    }
+
+    #[test]
     fn escaping() {
         assert_eq!(
             escape(r#"<a href="x">&'"#),
