@@ -345,3 +345,222 @@ fn the_built_in_suite_is_solved_by_its_oracles() {
         assert!(harness.is_some_and(|h| h >= 0.0), "{record}");
     }
 }
+
+/// A result line as `eval` writes it, made up here so the page's numbers are known.
+fn result_line(task: &str, run: u32, model: &str, solved: bool, turns: u64) -> String {
+    let outcome = if solved { "passed" } else { "turn-limit" };
+    format!(
+        r#"{{"task": "{task}", "run": {run}, "model": "{model}", "outcome": "{outcome}", "passed": {solved}, "solved": {solved}, "tests": null, "vanished": [], "turns": {turns}, "tokens": {{"input": 1, "output": 1, "cache_read": 0, "cache_write": 0}}, "cost_usd": 0.5, "wall_secs": 1.0, "harness_secs": null, "kept": null}}"#
+    )
+}
+
+/// Every `<svg>...</svg>` of a page.
+fn svg_elements(page: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = page;
+    while let Some(start) = rest.find("<svg") {
+        let end = start + rest[start..].find("</svg>").unwrap() + "</svg>".len();
+        out.push(&rest[start..end]);
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// The bars of a chart: its rects but the white background.
+fn bars(svg: &str) -> usize {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let rects = doc.descendants().filter(|n| n.has_tag_name("rect"));
+    rects
+        .filter(|n| n.attribute("fill") != Some("#FFFFFF"))
+        .count()
+}
+
+fn svg_texts(svg: &str) -> Vec<String> {
+    let doc = roxmltree::Document::parse(svg).unwrap();
+    let texts = doc.descendants().filter(|n| n.has_tag_name("text"));
+    texts
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn the_html_report_is_one_page_with_escaped_names_and_valid_charts() {
+    let env = TestEnv::new();
+    let evil = "<script>alert(1)</script>";
+    let (a, b) = (env.path().join("a.jsonl"), env.path().join("b.jsonl"));
+    let a_lines = [
+        result_line("add", 0, "claude", true, 2),
+        result_line("add", 1, "claude", false, 5),
+        result_line(evil, 0, "claude", true, 3),
+    ];
+    let b_lines = [result_line("add", 0, "local", false, 6)];
+    std::fs::write(&a, a_lines.join("\n")).unwrap();
+    std::fs::write(&b, b_lines.join("\n")).unwrap();
+    let html = env.path().join("report.html");
+    let (a, b, out) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        html.to_str().unwrap(),
+    );
+    let text = eval(&env, &["report", a, "--vs", b, "--html", out]);
+    let page = std::fs::read_to_string(&html).unwrap();
+
+    let charts = svg_elements(&page);
+    assert_eq!(charts.len(), 3, "pass rate, cost per solved, turns");
+    assert_eq!(bars(charts[0]), 3, "add: A and B; the evil task: A only");
+    assert_eq!(bars(charts[1]), 2, "B solved nothing: no cost bar");
+    assert_eq!(bars(charts[2]), 2 * 7, "turns 0..=6, A and B each");
+    let labels = svg_texts(charts[0]);
+    assert!(labels.contains(&"add".to_string()) && labels.contains(&evil.to_string()));
+
+    assert!(!page.contains("<script"), "names are escaped");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    let elsewhere = page.replace("http://www.w3.org/2000/svg", "");
+    assert!(!elsewhere.contains("http://") && !elsewhere.contains("https://"));
+    let first_line = text.lines().nth(1).unwrap().replace('<', "&lt;");
+    assert!(
+        page.contains(&first_line.replace('>', "&gt;")),
+        "the text table's numbers"
+    );
+    load_in_a_headless_browser(&html);
+}
+
+/// Loads the page in a headless browser when one is on PATH; else says it skipped.
+fn load_in_a_headless_browser(page: &Path) {
+    let on_path = |name: &&&str| {
+        std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+    };
+    let browsers = ["chromium", "chromium-browser", "google-chrome", "firefox"];
+    let Some(browser) = browsers.iter().find(on_path) else {
+        eprintln!("note: no headless browser on PATH; the page's SVG was validated only");
+        return;
+    };
+    let url = format!("file://{}", page.display());
+    let args: Vec<&str> = if *browser == "firefox" {
+        vec!["--headless", "--screenshot", "/dev/null", &url]
+    } else {
+        vec![
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--dump-dom",
+            &url,
+        ]
+    };
+    let out = std::process::Command::new(browser)
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{browser}: {}", stderr(&out));
+    if *browser != "firefox" {
+        assert!(stdout(&out).contains("Pass rate per task"));
+    }
+}
+
+fn repo_file(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+/// The N of the `--shard I/N` in a command.
+fn shard_count(command: &str) -> u64 {
+    let shard = regex::Regex::new(r"--shard [^/]+/(\d+)").unwrap();
+    let n = shard
+        .captures(command)
+        .unwrap_or_else(|| panic!("no --shard in {command}"));
+    n[1].parse().unwrap()
+}
+
+#[test]
+fn the_actions_matrix_runs_each_shard_once_and_then_the_report() {
+    let workflow: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(&repo_file(".github/workflows/eval.yml")).unwrap();
+    let jobs = &workflow["jobs"];
+    let steps = jobs["shard"]["steps"].as_sequence().unwrap();
+    let run = steps.iter().filter_map(|s| s["run"].as_str());
+    let command = run.filter(|r| r.contains("--shard")).collect::<Vec<_>>();
+    assert_eq!(command.len(), 1, "one eval step in a shard job");
+    assert!(
+        command[0].contains("--shard ${{ matrix.shard }}/"),
+        "{}",
+        command[0]
+    );
+    assert!(command[0].contains("--out results-${{ matrix.shard }}.jsonl"));
+    let n = shard_count(command[0]);
+    let matrix = jobs["shard"]["strategy"]["matrix"]["shard"]
+        .as_sequence()
+        .unwrap();
+    let shards: Vec<u64> = matrix.iter().map(|s| s.as_u64().unwrap()).collect();
+    assert_eq!(
+        shards,
+        (1..=n).collect::<Vec<_>>(),
+        "shards 1..=N, each once"
+    );
+    let uploads = steps
+        .iter()
+        .filter(|s| s["with"]["name"] == "results-${{ matrix.shard }}");
+    assert_eq!(
+        uploads.count(),
+        1,
+        "each shard uploads its results as an artifact"
+    );
+
+    let report = &jobs["report"];
+    assert_eq!(report["needs"].as_str(), Some("shard"));
+    let steps = report["steps"].as_sequence().unwrap();
+    let runs: Vec<&str> = steps.iter().filter_map(|s| s["run"].as_str()).collect();
+    assert!(runs
+        .iter()
+        .any(|r| r.contains("eval report results/results-*.jsonl")));
+    let download = steps.iter().find(|s| s["with"]["pattern"] == "results-*");
+    assert!(
+        download.is_some(),
+        "the report job downloads every shard's results"
+    );
+}
+
+#[test]
+fn the_kubernetes_job_is_indexed_with_one_completion_per_shard() {
+    let text = repo_file("deploy/eval-job.yaml");
+    let documents: Vec<serde_yaml_ng::Value> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let job = documents.iter().find(|d| d["kind"] == "Job").unwrap();
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"].as_str(), Some("Indexed"));
+    let pod = &spec["template"]["spec"];
+    assert_eq!(pod["restartPolicy"].as_str(), Some("Never"));
+    let container = &pod["containers"][0];
+    let command: Vec<&str> = container["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let script = command.last().unwrap();
+    assert!(
+        script.contains("--shard $((JOB_COMPLETION_INDEX+1))/"),
+        "{script}"
+    );
+    let n = shard_count(script);
+    assert_eq!(
+        spec["completions"].as_u64(),
+        Some(n),
+        "completions == N of --shard"
+    );
+    assert!(spec["parallelism"]
+        .as_u64()
+        .is_some_and(|p| (1..=n).contains(&p)));
+
+    let mount = container["volumeMounts"][0]["mountPath"].as_str().unwrap();
+    assert!(
+        script.contains(&format!("--out {mount}/")),
+        "results go to the volume"
+    );
+    let claim = pod["volumes"][0]["persistentVolumeClaim"]["claimName"].as_str();
+    let pvc = documents
+        .iter()
+        .find(|d| d["kind"] == "PersistentVolumeClaim");
+    assert_eq!(claim, pvc.and_then(|p| p["metadata"]["name"].as_str()));
+}

@@ -2,6 +2,7 @@
 //! a task from a fix commit. Glue over `crate::eval`.
 
 use super::CliError;
+use crate::eval::html::page;
 use crate::eval::import::{import, ImportRequest};
 use crate::eval::report::{compare, table};
 use crate::eval::results::{read_all, read_existing, RunRecord};
@@ -32,7 +33,8 @@ pub struct EvalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
-    /// Print the table of result files (shards are merged); --vs compares with other files.
+    /// Print the table of result files (shards are merged); --vs compares with other files;
+    /// --html also writes a self-contained page with charts.
     Report(ReportArgs),
     /// Make a task from a fix commit: its parent plus its test files, its other changes as
     /// the oracle. Refused unless the tests fail before and pass with the fix.
@@ -73,6 +75,10 @@ pub struct ReportArgs {
     /// Result files of another configuration to compare with, task by task.
     #[arg(long, value_name = "RESULTS", num_args = 1..)]
     pub vs: Vec<PathBuf>,
+    /// Also write one self-contained HTML page: the tables and charts of pass rate per task,
+    /// cost per solved task and turns per run (side by side with --vs).
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -110,10 +116,18 @@ fn eval_error(e: crate::eval::EvalError) -> CliError {
 fn run_report(args: ReportArgs) -> Result<u8, CliError> {
     let records = read_all(&args.files).map_err(eval_error)?;
     print!("{}", table(&records));
-    if !args.vs.is_empty() {
+    let other = if args.vs.is_empty() {
+        None
+    } else {
         let other = read_all(&args.vs).map_err(eval_error)?;
         println!();
         print!("{}", compare(&records, &other));
+        Some(other)
+    };
+    if let Some(path) = &args.html {
+        let html = page(&records, other.as_deref()).map_err(eval_error)?;
+        std::fs::write(path, html)
+            .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
     }
     Ok(0)
 }

@@ -1,6 +1,7 @@
 //! Evals: task suites, repeated runs of the real binary, statistics and reports, and tasks
 //! made from real fix commits.
 
+pub mod html;
 pub mod import;
 pub mod report;
 pub mod results;

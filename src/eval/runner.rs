@@ -334,6 +334,23 @@ mod tests {
     }
 
     #[test]
+    fn one_to_four_shards_cover_every_task_and_run_exactly_once() {
+        for (tasks, runs) in [(1, 1), (3, 2), (5, 3), (7, 4)] {
+            for count in 1..=4 {
+                let mut seen: Vec<Job> = (1..=count)
+                    .flat_map(|index| jobs(tasks, runs, Some(Shard { index, count })))
+                    .collect();
+                seen.sort_by_key(|j| (j.task, j.run));
+                assert_eq!(
+                    seen,
+                    jobs(tasks, runs, None),
+                    "{tasks} tasks x {runs} runs / {count}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn shard_syntax() {
         assert_eq!(Shard::parse("2/4"), Ok(Shard { index: 2, count: 4 }));
         for bad in ["0/4", "5/4", "2", "a/b", "1/0"] {
