@@ -191,3 +191,44 @@ pub fn append(path: &Path, record: &RunRecord) -> Result<(), EvalError> {
     file.write_all(line.as_bytes())
         .map_err(|e| EvalError::io(path, e))
 }
+
+#[cfg(test)]
+mod required_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn required() -> RequiredTests {
+        RequiredTests {
+            fail_to_pass: vec!["a".into(), "b".into()],
+            pass_to_pass: vec!["c".into()],
+        }
+    }
+
+    #[test]
+    fn a_failing_or_vanished_required_test_fails_the_check() {
+        let tests = json!({"failing": ["a"], "vanished": ["c"], "passing": ["b"]});
+        let check = RequiredCheck::of(&required(), &tests);
+        let want = RequiredCheck {
+            all_passed: Some(false),
+            failing: vec!["a".into(), "c".into()],
+            unchecked: vec![],
+            note: None,
+        };
+        assert_eq!(check, want);
+    }
+
+    #[test]
+    fn without_passing_names_the_check_says_it_could_not_tell() {
+        let check = RequiredCheck::of(&required(), &json!({"failing": [], "vanished": []}));
+        assert_eq!(check.all_passed, None);
+        assert_eq!(check.unchecked, vec!["a", "b", "c"]);
+        assert!(check.note.unwrap().contains("could not be checked"));
+    }
+
+    #[test]
+    fn every_required_test_named_passing_passes_the_check() {
+        let tests = json!({"failing": ["x"], "passing": ["a", "b", "c"]});
+        let check = RequiredCheck::of(&required(), &tests);
+        assert_eq!((check.all_passed, check.word()), (Some(true), "passed"));
+    }
+}
