@@ -564,3 +564,131 @@ fn the_kubernetes_job_is_indexed_with_one_completion_per_shard() {
         .find(|d| d["kind"] == "PersistentVolumeClaim");
     assert_eq!(claim, pvc.and_then(|p| p["metadata"]["name"].as_str()));
 }
+
+const SWE_PATCH: &str = "diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def add(a, b):
+-    return a - b
++    return a + b
+";
+
+const SWE_TEST_PATCH: &str = "diff --git a/test_calc.py b/test_calc.py
+new file mode 100644
+--- /dev/null
++++ b/test_calc.py
+@@ -0,0 +1,10 @@
++import unittest
++from calc import add
++
++
++class T(unittest.TestCase):
++    def test_add(self):
++        self.assertEqual(add(2, 3), 5)
++
++    def test_zero(self):
++        self.assertEqual(add(0, 0), 0)
+";
+
+/// A repository at its base commit and an instance of it in SWE-bench's shape, the test lists
+/// as JSON strings holding arrays, as the published files have them.
+fn swe_instance(env: &TestEnv, patch: &str) -> (PathBuf, PathBuf) {
+    let repo = env.repo(
+        "project",
+        &[("calc.py", "def add(a, b):\n    return a - b\n")],
+    );
+    let base = env.git(&repo, &["rev-parse", "HEAD"]);
+    let instance = serde_json::json!({
+        "instance_id": "calc__calc-1",
+        "repo": "calc/calc",
+        "base_commit": base.trim(),
+        "patch": patch,
+        "test_patch": SWE_TEST_PATCH,
+        "problem_statement": "add(2, 3) returns -1.\n",
+        "hints_text": "",
+        "created_at": "2024-01-01T00:00:00Z",
+        "version": "1.0",
+        "FAIL_TO_PASS": "[\"test_add (test_calc.T.test_add)\"]",
+        "PASS_TO_PASS": "[\"test_zero (test_calc.T.test_zero)\"]",
+    });
+    let path = env.path().join("instance.json");
+    std::fs::write(&path, instance.to_string()).unwrap();
+    (repo, path)
+}
+
+fn import_swe(env: &TestEnv, repo: &Path, instance: &Path, out: &Path) -> std::process::Output {
+    let args = [
+        "eval",
+        "import",
+        "--swe-bench",
+        instance.to_str().unwrap(),
+        "--repo",
+        repo.to_str().unwrap(),
+        "--test-cmd",
+        UNITTEST,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    env.agent(env.path(), &args)
+}
+
+#[test]
+fn a_swe_bench_instance_becomes_a_task_with_required_tests() {
+    let env = TestEnv::new();
+    let (repo, instance) = swe_instance(&env, SWE_PATCH);
+    let task = env.path().join("swe");
+    let out = import_swe(&env, &repo, &instance, &task);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spec: Value =
+        serde_json::from_str(&std::fs::read_to_string(task.join("task.json")).unwrap()).unwrap();
+    assert_eq!(spec["prompt"], "add(2, 3) returns -1.");
+    assert_eq!(
+        spec["required_tests"],
+        serde_json::json!({
+            "fail_to_pass": ["test_add (test_calc.T.test_add)"],
+            "pass_to_pass": ["test_zero (test_calc.T.test_zero)"],
+        })
+    );
+    let repo_file = |p: &str| std::fs::read_to_string(task.join("repo").join(p)).unwrap();
+    assert_eq!(repo_file("calc.py"), "def add(a, b):\n    return a - b\n");
+    assert!(repo_file("test_calc.py").contains("def test_zero"));
+
+    let results = env.path().join("r.jsonl");
+    let task_arg = task.to_str().unwrap();
+    eval(
+        &env,
+        &[
+            task_arg,
+            "--model",
+            "oracle",
+            "--out",
+            results.to_str().unwrap(),
+        ],
+    );
+    let record = &lines(&results)[0];
+    assert_eq!(record["outcome"], "passed");
+    // fix --json names failing tests only, so a pass cannot vouch for each required test.
+    let required = &record["required_tests"];
+    assert_eq!(required["all_passed"], Value::Null, "{record}");
+    assert_eq!(required["unchecked"].as_array().unwrap().len(), 2);
+    assert!(required["note"]
+        .as_str()
+        .unwrap()
+        .contains("could not be checked"));
+}
+
+#[test]
+fn a_swe_bench_patch_that_does_not_apply_is_refused() {
+    let env = TestEnv::new();
+    let (repo, instance) = swe_instance(&env, &SWE_PATCH.replace("a - b", "a * b"));
+    let task = env.path().join("swe");
+    let out = import_swe(&env, &repo, &instance, &task);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("patch does not apply"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!task.exists(), "nothing is written");
+}

@@ -7,6 +7,7 @@ use crate::eval::import::{import, ImportRequest};
 use crate::eval::report::{compare, table};
 use crate::eval::results::{read_all, read_existing, RunRecord};
 use crate::eval::runner::{jobs, run_all, EvalPlan, Shard};
+use crate::eval::swebench::{import_instance, SweBenchRequest};
 use crate::eval::task::discover;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -36,8 +37,9 @@ pub enum EvalCommand {
     /// Print the table of result files (shards are merged); --vs compares with other files;
     /// --html also writes a self-contained page with charts.
     Report(ReportArgs),
-    /// Make a task from a fix commit: its parent plus its test files, its other changes as
-    /// the oracle. Refused unless the tests fail before and pass with the fix.
+    /// Make a task from a fix commit (its parent plus its test files, its other changes as
+    /// the oracle) or a SWE-bench instance. Refused unless the tests fail before and pass
+    /// with the fix.
     Import(ImportArgs),
 }
 
@@ -87,8 +89,13 @@ pub struct ImportArgs {
     #[arg(long, value_name = "PATH")]
     pub repo: PathBuf,
     /// The fix commit.
-    #[arg(long, value_name = "COMMIT")]
-    pub fix: String,
+    #[arg(long, value_name = "COMMIT", required_unless_present = "swe_bench")]
+    pub fix: Option<String>,
+    /// A SWE-bench-format instance (JSON) instead of a fix commit: the base is its
+    /// base_commit plus its test_patch, the oracle its patch, and FAIL_TO_PASS and
+    /// PASS_TO_PASS the task's required tests.
+    #[arg(long, value_name = "INSTANCE.json", conflicts_with_all = ["fix", "tests"])]
+    pub swe_bench: Option<PathBuf>,
     /// Glob of the fix's test files (repeatable) [default: test_*.py, *_test.py, *_test.go,
     /// tests/**, test/**, *.test.js, ...].
     #[arg(long, value_name = "GLOB")]
@@ -133,15 +140,26 @@ fn run_report(args: ReportArgs) -> Result<u8, CliError> {
 }
 
 fn run_import(args: ImportArgs) -> Result<u8, CliError> {
+    let progress = &mut |line: &str| eprintln!("agent-git: {line}");
+    let Some(fix) = args.fix else {
+        let request = SweBenchRequest {
+            instance: args.swe_bench.unwrap_or_default(),
+            repo: args.repo,
+            test_cmd: args.test_cmd,
+            out: args.out,
+        };
+        let id = import_instance(&request, progress).map_err(eval_error)?;
+        println!("task written to {}: {id}", request.out.display());
+        return Ok(0);
+    };
     let request = ImportRequest {
         repo: args.repo,
-        fix: args.fix,
+        fix,
         tests: args.tests,
         test_cmd: args.test_cmd,
         out: args.out,
     };
-    let subject =
-        import(&request, &mut |line| eprintln!("agent-git: {line}")).map_err(eval_error)?;
+    let subject = import(&request, progress).map_err(eval_error)?;
     println!("task written to {}: {subject}", request.out.display());
     Ok(0)
 }
@@ -175,10 +193,13 @@ fn run_suite(args: RunArgs) -> Result<u8, CliError> {
     let _watch = watch_interrupt(interrupt.clone())?;
     let bar = progress_bar(plan.jobs.len() as u64);
     let show = |r: &RunRecord| {
-        let line = format!(
+        let mut line = format!(
             "{} run {}: {} ({:.1} s)",
             r.task, r.run, r.outcome, r.wall_secs
         );
+        if let Some(required) = &r.required_tests {
+            line.push_str(&format!("; required tests {}", required.word()));
+        }
         if bar.is_hidden() {
             eprintln!("agent-git eval: {line}");
         } else {

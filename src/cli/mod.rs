@@ -69,7 +69,7 @@ pub enum Command {
     /// Test a commit in a clean room; with --pre-push, what a push brings (the pre-push hook).
     Check(check::CheckArgs),
     /// Run an eval suite (each task N times, as ordinary runs), report results, import tasks.
-    Eval(eval::EvalArgs),
+    Eval(Box<eval::EvalArgs>),
     /// Install or remove agent-git's pre-push hook.
     Hook(hook::HookArgs),
     /// The sandbox helper that agent-git runs commands through.
@@ -149,7 +149,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Gc(args) => gc::run(args),
         Command::Check(args) => check::run(args),
         Command::Hook(args) => hook::run(args),
-        Command::Eval(args) => eval::run(args),
+        Command::Eval(args) => eval::run(*args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
     }
 }

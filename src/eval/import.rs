@@ -35,17 +35,12 @@ pub struct ImportRequest {
 }
 
 /// A file's content in a tree: bytes and git's file mode, or gone.
-type Files = BTreeMap<String, Option<(Vec<u8>, i32)>>;
+pub(super) type Files = BTreeMap<String, Option<(Vec<u8>, i32)>>;
 
 /// Makes the task, or refuses with the reason and writes nothing.
 pub fn import(req: &ImportRequest, progress: &mut dyn FnMut(&str)) -> Result<String, EvalError> {
     let git = |e: git2::Error| EvalError::Git(e.to_string());
-    if req.out.exists() && std::fs::read_dir(&req.out).map_or(true, |mut d| d.next().is_some()) {
-        return Err(EvalError::Refused(format!(
-            "{} exists and is not empty",
-            req.out.display()
-        )));
-    }
+    refuse_nonempty(&req.out)?;
     let repo = Repository::open(&req.repo).map_err(git)?;
     let fix = repo
         .revparse_single(&req.fix)
@@ -75,7 +70,7 @@ pub fn import(req: &ImportRequest, progress: &mut dyn FnMut(&str)) -> Result<Str
     let oracle = oracle_script(&code)?;
     let mut fixed = base.clone();
     merge(&mut fixed, &code);
-    verify(req, &base, &fixed, progress)?;
+    verify(req.test_cmd.as_deref(), &base, &fixed, progress)?;
     let subject = fix
         .summary()
         .ok()
@@ -92,6 +87,17 @@ pub fn import(req: &ImportRequest, progress: &mut dyn FnMut(&str)) -> Result<Str
     Ok(subject)
 }
 
+/// The task directory must not exist, or be empty: an import never overwrites.
+pub(super) fn refuse_nonempty(out: &Path) -> Result<(), EvalError> {
+    if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
+        return Err(EvalError::Refused(format!(
+            "{} exists and is not empty",
+            out.display()
+        )));
+    }
+    Ok(())
+}
+
 fn test_globs(given: &[String]) -> Result<GlobSet, EvalError> {
     let mut set = GlobSetBuilder::new();
     let defaults: Vec<String> = DEFAULT_TEST_GLOBS.iter().map(|g| g.to_string()).collect();
@@ -104,7 +110,7 @@ fn test_globs(given: &[String]) -> Result<GlobSet, EvalError> {
 }
 
 /// The fix's changes, split into test files and the rest.
-fn changes(
+pub(super) fn changes(
     repo: &Repository,
     from: Oid,
     to: Oid,
@@ -141,7 +147,7 @@ fn changes(
 }
 
 /// Every blob of a tree (submodules are left out).
-fn tree_files(repo: &Repository, tree: Oid) -> Result<Files, EvalError> {
+pub(super) fn tree_files(repo: &Repository, tree: Oid) -> Result<Files, EvalError> {
     let git = |e: git2::Error| EvalError::Git(e.to_string());
     let tree = repo.find_tree(tree).map_err(git)?;
     let mut files = Files::new();
@@ -169,7 +175,7 @@ fn merge(files: &mut Files, changes: &Files) {
 }
 
 /// The oracle: one write_file or delete_file call per changed file, then end_turn.
-fn oracle_script(code: &Files) -> Result<Value, EvalError> {
+pub(super) fn oracle_script(code: &Files) -> Result<Value, EvalError> {
     let mut calls = Vec::new();
     for (i, (path, content)) in code.iter().enumerate() {
         let id = format!("t{}", i + 1);
@@ -196,15 +202,15 @@ fn oracle_script(code: &Files) -> Result<Value, EvalError> {
 }
 
 /// The tests must fail on `base` and pass on `fixed`, each tested in a clean room.
-fn verify(
-    req: &ImportRequest,
+pub(super) fn verify(
+    test_cmd: Option<&str>,
     base: &Files,
     fixed: &Files,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), EvalError> {
     let dir = tempfile::tempdir().map_err(|e| EvalError::io(&std::env::temp_dir(), e))?;
     let repo = Repository::init(dir.path()).map_err(|e| EvalError::Git(e.to_string()))?;
-    if let Some(cmd) = &req.test_cmd {
+    if let Some(cmd) = test_cmd {
         let set = repo
             .config()
             .and_then(|mut c| c.set_str("agent-git.testCmd", cmd));
@@ -274,7 +280,12 @@ fn commit_files(repo: &Repository, files: &Files, parent: Option<Oid>) -> Result
 }
 
 /// Writes task.json, oracle.json and repo/ (modes and symlinks kept).
-fn write_task(out: &Path, spec: &TaskSpec, base: &Files, oracle: &Value) -> Result<(), EvalError> {
+pub(super) fn write_task(
+    out: &Path,
+    spec: &TaskSpec,
+    base: &Files,
+    oracle: &Value,
+) -> Result<(), EvalError> {
     let write = |path: &Path, bytes: &[u8]| {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| EvalError::io(parent, e))?;

@@ -7,6 +7,7 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod stats;
+pub mod swebench;
 pub mod task;
 
 use std::path::Path;

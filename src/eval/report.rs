@@ -193,6 +193,7 @@ mod tests {
             cost_usd: Some(cost),
             wall_secs: 2.0,
             harness_secs: None,
+            required_tests: None,
             kept: None,
         }
     }

@@ -1,5 +1,6 @@
 //! The result lines: one JSON object per run, appended as each run finishes.
 
+use super::task::RequiredTests;
 use super::EvalError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -41,6 +42,65 @@ pub struct RunRecord {
     pub harness_secs: Option<f64>,
     /// Where the run's repository was kept (failed runs only).
     pub kept: Option<String>,
+    /// Whether the task's required tests passed; absent when the task names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_tests: Option<RequiredCheck>,
+}
+
+/// A run's verdict on a task's required tests (FAIL_TO_PASS and PASS_TO_PASS).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RequiredCheck {
+    /// true: each required test is named among the passing ones; false: one failed or
+    /// vanished; null: neither is known for some, which `note` explains.
+    pub all_passed: Option<bool>,
+    pub failing: Vec<String>,
+    pub unchecked: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl RequiredCheck {
+    /// Checks `required` against `fix --json`'s `tests`. A test counts as passed only when
+    /// that object names it as passing: a passed outcome alone does not show that a test of
+    /// that name ran.
+    pub fn of(required: &RequiredTests, tests: &Value) -> RequiredCheck {
+        let names =
+            |v: &Value| -> Vec<String> { serde_json::from_value(v.clone()).unwrap_or_default() };
+        let (failing, vanished) = (names(&tests["failing"]), names(&tests["vanished"]));
+        let passing = tests["passing"]
+            .is_array()
+            .then(|| names(&tests["passing"]));
+        let mut check = RequiredCheck::default();
+        let all = required.fail_to_pass.iter().chain(&required.pass_to_pass);
+        for name in all {
+            if failing.contains(name) || vanished.contains(name) {
+                check.failing.push(name.clone());
+            } else if !passing.as_ref().is_some_and(|p| p.contains(name)) {
+                check.unchecked.push(name.clone());
+            }
+        }
+        check.all_passed = if !check.failing.is_empty() {
+            Some(false)
+        } else {
+            check.unchecked.is_empty().then_some(true)
+        };
+        if !check.unchecked.is_empty() {
+            check.note = Some(match passing {
+                None => "fix --json names no passing tests, so these could not be checked".into(),
+                Some(_) => "not named among the tests that ran".into(),
+            });
+        }
+        check
+    }
+
+    /// `passed`, `failed` or `not checked`, for a progress line.
+    pub fn word(&self) -> &'static str {
+        match self.all_passed {
+            Some(true) => "passed",
+            Some(false) => "failed",
+            None => "not checked",
+        }
+    }
 }
 
 impl RunRecord {
@@ -77,6 +137,7 @@ impl RunRecord {
             wall_secs,
             harness_secs: json["harness_secs"].as_f64(),
             kept: None,
+            required_tests: None,
         }
     }
 }
@@ -129,4 +190,45 @@ pub fn append(path: &Path, record: &RunRecord) -> Result<(), EvalError> {
         .map_err(|e| EvalError::io(path, e))?;
     file.write_all(line.as_bytes())
         .map_err(|e| EvalError::io(path, e))
+}
+
+#[cfg(test)]
+mod required_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn required() -> RequiredTests {
+        RequiredTests {
+            fail_to_pass: vec!["a".into(), "b".into()],
+            pass_to_pass: vec!["c".into()],
+        }
+    }
+
+    #[test]
+    fn a_failing_or_vanished_required_test_fails_the_check() {
+        let tests = json!({"failing": ["a"], "vanished": ["c"], "passing": ["b"]});
+        let check = RequiredCheck::of(&required(), &tests);
+        let want = RequiredCheck {
+            all_passed: Some(false),
+            failing: vec!["a".into(), "c".into()],
+            unchecked: vec![],
+            note: None,
+        };
+        assert_eq!(check, want);
+    }
+
+    #[test]
+    fn without_passing_names_the_check_says_it_could_not_tell() {
+        let check = RequiredCheck::of(&required(), &json!({"failing": [], "vanished": []}));
+        assert_eq!(check.all_passed, None);
+        assert_eq!(check.unchecked, vec!["a", "b", "c"]);
+        assert!(check.note.unwrap().contains("could not be checked"));
+    }
+
+    #[test]
+    fn every_required_test_named_passing_passes_the_check() {
+        let tests = json!({"failing": ["x"], "passing": ["a", "b", "c"]});
+        let check = RequiredCheck::of(&required(), &tests);
+        assert_eq!((check.all_passed, check.word()), (Some(true), "passed"));
+    }
 }

@@ -1,7 +1,7 @@
 //! Runs every (task, run index) as an ordinary `agent-git fix --json` in a fresh repository,
 //! J at a time, and appends one result line per finished run.
 
-use super::results::{append, RunId, RunRecord};
+use super::results::{append, RequiredCheck, RunId, RunRecord};
 use super::task::{materialize, Task};
 use super::EvalError;
 use std::collections::{HashSet, VecDeque};
@@ -169,6 +169,9 @@ fn run_one(
     let stdout = std::fs::read_to_string(dir.path().join("fix.json")).unwrap_or_default();
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_default();
     let mut record = RunRecord::from_fix_json(&json, id, wall);
+    if let Some(required) = &task.spec.required_tests {
+        record.required_tests = Some(RequiredCheck::of(required, &json["tests"]));
+    }
     if ended == Ended::TimedOut {
         record.outcome = "eval-timeout".into();
         record.passed = false;

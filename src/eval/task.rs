@@ -27,6 +27,21 @@ pub struct TaskSpec {
     /// The honest outcome is not passed (the tests cannot pass without editing them).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub impossible: bool,
+    /// Tests that must each pass (from a SWE-bench instance); each run's result says whether
+    /// they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_tests: Option<RequiredTests>,
+}
+
+/// SWE-bench's FAIL_TO_PASS (the tests the fix makes pass) and PASS_TO_PASS (those it must
+/// not break), by the names the project's test runner prints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequiredTests {
+    #[serde(default)]
+    pub fail_to_pass: Vec<String>,
+    #[serde(default)]
+    pub pass_to_pass: Vec<String>,
 }
 
 /// `source.json`: a local repository and the commit a task starts from.
