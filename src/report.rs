@@ -264,6 +264,14 @@ impl Report<'_> {
                 "passed": self.tests.passed,
                 "summary": self.tests.summary(),
                 "failing": self.tests.failing.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+                // Null when no test names could be read from the runner.
+                "passing": self.tests.cases.as_ref().map(|cases| {
+                    cases
+                        .iter()
+                        .filter(|c| c.status == crate::testrun::Status::Passed)
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                }),
                 "vanished": self.tests.vanished,
                 "exit_code_only": self.tests.exit_code_only,
             },

@@ -261,6 +261,7 @@ fn json_output_has_the_documented_shape() {
             "passed": true,
             "summary": "2 passed, 0 failed",
             "failing": [],
+            "passing": ["test_calc.py::test_add", "test_calc.py::test_multiply"],
             "vanished": [],
             "exit_code_only": false
         })

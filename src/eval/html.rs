@@ -319,6 +319,7 @@ mod tests {
             wall_secs: 1.0,
             harness_secs: None,
             kept: None,
+            required_tests: None,
         }
     }
 

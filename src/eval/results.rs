@@ -59,13 +59,28 @@ pub struct RequiredCheck {
     pub note: Option<String>,
 }
 
+/// A test's name in one form whoever wrote it: unittest's verbose `test_add (mod.T.test_add)`,
+/// as SWE-bench lists Django's tests, is `mod.T.test_add`, as agent-git's runner names it.
+fn canonical(name: &str) -> String {
+    let verbose = name
+        .strip_suffix(')')
+        .and_then(|rest| rest.split_once(" ("))
+        .filter(|(method, path)| path.ends_with(&format!(".{method}")));
+    match verbose {
+        Some((_, path)) => path.to_string(),
+        None => name.to_string(),
+    }
+}
+
 impl RequiredCheck {
     /// Checks `required` against `fix --json`'s `tests`. A test counts as passed only when
     /// that object names it as passing: a passed outcome alone does not show that a test of
     /// that name ran.
     pub fn of(required: &RequiredTests, tests: &Value) -> RequiredCheck {
-        let names =
-            |v: &Value| -> Vec<String> { serde_json::from_value(v.clone()).unwrap_or_default() };
+        let names = |v: &Value| -> Vec<String> {
+            let names: Vec<String> = serde_json::from_value(v.clone()).unwrap_or_default();
+            names.iter().map(|n| canonical(n)).collect()
+        };
         let (failing, vanished) = (names(&tests["failing"]), names(&tests["vanished"]));
         let passing = tests["passing"]
             .is_array()
@@ -73,9 +88,10 @@ impl RequiredCheck {
         let mut check = RequiredCheck::default();
         let all = required.fail_to_pass.iter().chain(&required.pass_to_pass);
         for name in all {
-            if failing.contains(name) || vanished.contains(name) {
+            let same = canonical(name);
+            if failing.contains(&same) || vanished.contains(&same) {
                 check.failing.push(name.clone());
-            } else if !passing.as_ref().is_some_and(|p| p.contains(name)) {
+            } else if !passing.as_ref().is_some_and(|p| p.contains(&same)) {
                 check.unchecked.push(name.clone());
             }
         }
@@ -215,6 +231,22 @@ mod required_tests {
             note: None,
         };
         assert_eq!(check, want);
+    }
+
+    #[test]
+    fn unittest_names_in_their_verbose_form_are_the_same_tests() {
+        assert_eq!(
+            canonical("test_add (tests.test_calc.T.test_add)"),
+            "tests.test_calc.T.test_add"
+        );
+        assert_eq!(
+            canonical("tests/test_x.py::test_y"),
+            "tests/test_x.py::test_y"
+        );
+        assert_eq!(
+            canonical("test_add (something else)"),
+            "test_add (something else)"
+        );
     }
 
     #[test]
