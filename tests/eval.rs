@@ -101,9 +101,10 @@ fn keys(records: &[Value]) -> Vec<(String, u64)> {
     keys
 }
 
-/// The table without wall times, which differ from run to run.
+/// The table without wall and harness times, which differ from run to run.
 fn without_times(table: &str) -> String {
-    let times = regex::Regex::new(r" +[0-9.]+\n|median wall [0-9.]+ s").unwrap();
+    let times =
+        regex::Regex::new(r" +[0-9.]+ +([0-9.]+|-)\n|median (wall|harness) [0-9.-]+ s").unwrap();
     times.replace_all(table, "\n").into_owned()
 }
 

@@ -15,6 +15,8 @@ pub struct Summary {
     pub median_cost: Option<f64>,
     pub total_cost: f64,
     pub median_wall: Option<f64>,
+    /// The harness's own time (outside the model and the confined processes), where known.
+    pub median_harness: Option<f64>,
 }
 
 impl Summary {
@@ -29,6 +31,12 @@ impl Summary {
             median_cost: median(&costs),
             total_cost: costs.iter().sum(),
             median_wall: median(&pick(|r| r.wall_secs)),
+            median_harness: median(
+                &records
+                    .iter()
+                    .filter_map(|r| r.harness_secs)
+                    .collect::<Vec<_>>(),
+            ),
         }
     }
 
@@ -74,8 +82,18 @@ pub fn table(records: &[RunRecord]) -> String {
         .max(28);
     let _ = writeln!(
         out,
-        "{:<width$} {:>4} {:>6} {:>6} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7}",
-        "task", "runs", "solved", "rate", "pass@n", "pass^n", "turns", "cost", "$/solved", "wall s"
+        "{:<width$} {:>4} {:>6} {:>6} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7} {:>9}",
+        "task",
+        "runs",
+        "solved",
+        "rate",
+        "pass@n",
+        "pass^n",
+        "turns",
+        "cost",
+        "$/solved",
+        "wall s",
+        "harness s"
     );
     for (name, runs) in by_task(records) {
         let s = Summary::of(&runs);
@@ -86,7 +104,7 @@ pub fn table(records: &[RunRecord]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<width$} {:>4} {:>6} {:>6.2} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7}",
+            "{:<width$} {:>4} {:>6} {:>6.2} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7} {:>9}",
             label,
             s.runs,
             s.solved,
@@ -97,6 +115,7 @@ pub fn table(records: &[RunRecord]) -> String {
             money(s.median_cost),
             money(s.cost_per_solved()),
             opt(s.median_wall, 1),
+            opt(s.median_harness, 2),
         );
     }
     out.push_str(&totals(records));
@@ -110,9 +129,10 @@ fn totals(records: &[RunRecord]) -> String {
     let (lo, hi) = wilson(s.solved, s.runs);
     format!(
         "total: {} tasks, {} runs, {} solved, pass rate {:.3} (95% Wilson interval {:.3}-{:.3}), \
-         cost ${:.4}, {} per solved run, median wall {} s\n\
+         cost ${:.4}, {} per solved run, median wall {} s, median harness {} s\n\
          rate = pass@1 = pass^1; pass@n and pass^n with n = that task's runs (unbiased \
-         estimators); turns, cost and wall are medians; (i) an impossible task: solved = NOT \
+         estimators); turns, cost, wall and harness (agent-git's own time, outside the model \
+         and the tests and commands) are medians; (i) an impossible task: solved = NOT \
          passed\n",
         by_task(records).len(),
         s.runs,
@@ -123,6 +143,7 @@ fn totals(records: &[RunRecord]) -> String {
         s.total_cost,
         money(s.cost_per_solved()),
         opt(s.median_wall, 1),
+        opt(s.median_harness, 2),
     )
 }
 
@@ -212,6 +233,7 @@ mod tests {
                 median_cost: Some(1.0),
                 total_cost: 2.0,
                 median_wall: Some(2.0),
+                median_harness: None,
             }
         );
         assert_eq!(s.cost_per_solved(), Some(2.0));
