@@ -291,6 +291,10 @@ fn wait_for(
         .map_err(|e| EvalError::io(Path::new("agent-git"), e))?;
     let deadline = timeout_secs.map(|s| Instant::now() + Duration::from_secs(s));
     let mut ended = Ended::Exited;
+    let mut signalled: Option<Instant> = None;
+    let group = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
     loop {
         if child
             .try_wait()
@@ -306,16 +310,24 @@ fn wait_for(
             } else {
                 Ended::Interrupted
             };
-            if let Some(pid) = i32::try_from(child.id())
-                .ok()
-                .and_then(rustix::process::Pid::from_raw)
-            {
+            if let Some(pid) = group {
                 let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::INT);
             }
+            signalled = Some(Instant::now());
+        }
+        // A run that does not end within its grace after Ctrl-C or its timeout is killed.
+        if signalled.is_some_and(|at| at.elapsed() >= KILL_GRACE) {
+            if let Some(pid) = group {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+            signalled = None;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// How long a run may take to write its report after it was told to stop.
+const KILL_GRACE: Duration = Duration::from_secs(30);
 
 #[cfg(test)]
 mod tests {
