@@ -430,6 +430,7 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                     "passed": false,
                     "summary": "3 passed, 1 failed, 1 vanished",
                     "failing": ["test_calc.py::test_add"],
+                    "passing": null,
                     "vanished": ["test_calc.py::test_sub"],
                     "exit_code_only": false
                 },
