@@ -80,7 +80,7 @@ pub fn execute(
         .build()
         .map_err(|e| RunError::Harness(format!("cannot start the async runtime: {e}")))?;
     let interrupt = Arc::new(AtomicBool::new(false));
-    watch_signals(&runtime, interrupt.clone())
+    watch_signals(&runtime, interrupt.clone(), None)
         .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
 
     let swept = sweep_leftovers(Some(&plan.repo));
@@ -209,8 +209,13 @@ fn finish_without_branch(
 
 /// Ctrl-C (SIGINT) or SIGTERM sets `flag`: the run stops at the next step and still writes its
 /// report. A second signal exits at once; the user's checkout is safe either way. The handlers
-/// are installed before this returns, so no early signal slips past.
-fn watch_signals(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) -> std::io::Result<()> {
+/// are installed before this returns, so no early signal slips past. `first` is said on the
+/// first signal, if given.
+pub fn watch_signals(
+    runtime: &tokio::runtime::Runtime,
+    flag: Arc<AtomicBool>,
+    first: Option<&'static str>,
+) -> std::io::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let _context = runtime.enter();
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -223,6 +228,9 @@ fn watch_signals(runtime: &tokio::runtime::Runtime, flag: Arc<AtomicBool>) -> st
             }
             if flag.swap(true, Ordering::SeqCst) {
                 std::process::exit(130);
+            }
+            if let Some(first) = first {
+                eprintln!("{first}");
             }
         }
     });

@@ -240,27 +240,13 @@ fn progress_bar(total: u64) -> ProgressBar {
 /// Ctrl-C or SIGTERM sets `flag`: no new run starts, running ones are interrupted and not
 /// recorded. A second one exits at once. The runtime lives as long as the returned value.
 fn watch_interrupt(flag: Arc<AtomicBool>) -> Result<tokio::runtime::Runtime, CliError> {
-    use tokio::signal::unix::{signal, SignalKind};
     let harness = |e: std::io::Error| CliError::Harness(format!("cannot watch for Ctrl-C: {e}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .map_err(harness)?;
-    let _context = runtime.enter();
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(harness)?;
-    let mut terminate = signal(SignalKind::terminate()).map_err(harness)?;
-    runtime.spawn(async move {
-        for _ in 0..2 {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-            if flag.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            eprintln!("agent-git eval: interrupted; stopping the running runs (again to quit now)");
-        }
-    });
+    let first = "agent-git eval: interrupted; stopping the running runs (again to quit now)";
+    crate::run::watch_signals(&runtime, flag, Some(first)).map_err(harness)?;
     Ok(runtime)
 }
