@@ -209,16 +209,25 @@ pub struct Decision {
     pub fix: Vec<Oid>,
 }
 
+/// Whether the tests of some commit ran and failed.
+pub fn any_failed(checked: &[Checked]) -> bool {
+    checked
+        .iter()
+        .any(|c| matches!(c.verdict, Verdict::Failed(_)))
+}
+
+/// Whether the tests of some commit could not run.
+pub fn any_unrun(checked: &[Checked]) -> bool {
+    checked
+        .iter()
+        .any(|c| matches!(c.verdict, Verdict::CannotRun(_)))
+}
+
 /// Only tests that ran and failed refuse a push (in `block` and `fix` mode); tests that could
 /// not run refuse it only with `strict`. In `fix` mode each ref gets one run, on its newest
 /// failing commit.
 pub fn decide(config: &HookConfig, checked: &[Checked]) -> Decision {
-    let failed = checked
-        .iter()
-        .any(|c| matches!(c.verdict, Verdict::Failed(_)));
-    let unrun = checked
-        .iter()
-        .any(|c| matches!(c.verdict, Verdict::CannotRun(_)));
+    let (failed, unrun) = (any_failed(checked), any_unrun(checked));
     let refusing = matches!(config.mode, HookMode::Block | HookMode::Fix);
     let allow = !(refusing && (failed || (unrun && config.strict)));
     let mut fix: Vec<Oid> = Vec::new();

@@ -176,12 +176,10 @@ fn check_updates(
 /// Says what happens to the push, starts the fix runs `fix` mode asks for, and returns the
 /// hook's exit code.
 fn conclude(repo: &Repository, checked: &[Checked], decision: &Decision) -> u8 {
-    let failed = checked
-        .iter()
-        .any(|c| matches!(c.verdict, Verdict::Failed(_)));
-    let unrun = checked
-        .iter()
-        .any(|c| matches!(c.verdict, Verdict::CannotRun(_)));
+    let (failed, unrun) = (
+        crate::check::any_failed(checked),
+        crate::check::any_unrun(checked),
+    );
     if decision.allow {
         if failed {
             eprintln!(

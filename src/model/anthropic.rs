@@ -125,12 +125,7 @@ impl Provider for Anthropic {
         let bad = |what: String| ModelError::BadResponse(format!("anthropic: {what}"));
         let value: Value = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
         if value["type"] == "error" || !value["error"].is_null() {
-            let error = super::errors::read_error_body(body);
-            let said = [error.kind, error.message].into_iter().flatten();
-            return Err(bad(format!(
-                "an error came with a success status: {}",
-                said.collect::<Vec<_>>().join(": ")
-            )));
+            return Err(bad(super::errors::error_with_success(body)));
         }
         let response: Response = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
         Ok(Reply {

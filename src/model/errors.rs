@@ -54,6 +54,26 @@ pub fn read_error_body(body: &str) -> ErrorBody {
     }
 }
 
+impl ErrorBody {
+    /// The type and the message, `kind: message`, as far as the body said them.
+    pub fn said(&self) -> String {
+        let parts: Vec<&str> = [&self.kind, &self.message]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        parts.join(": ")
+    }
+}
+
+/// A body that is an error object although its status says success: what it said.
+pub fn error_with_success(body: &str) -> String {
+    format!(
+        "an error came with a success status: {}",
+        read_error_body(body).said()
+    )
+}
+
 fn not_json(body: &str) -> ErrorBody {
     static TITLE: LazyLock<Regex> = LazyLock::new(|| built_in(r"(?is)<title[^>]*>(.*?)</title>"));
     static TAG: LazyLock<Regex> = LazyLock::new(|| built_in(r"(?s)<[^>]*>"));

@@ -177,8 +177,9 @@ impl HttpModel {
         if attempts > 1 {
             text.push_str(&format!(" after {attempts} attempts"));
         }
-        for part in [error.kind, error.message].into_iter().flatten() {
-            text.push_str(&format!(": {part}"));
+        let said = error.said();
+        if !said.is_empty() {
+            text.push_str(&format!(": {said}"));
         }
         let hint = if error.html {
             Some(format!(

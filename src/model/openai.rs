@@ -196,12 +196,7 @@ impl Provider for OpenAi {
         let bad = |what: &str| ModelError::BadResponse(format!("openai: {what}"));
         let value: Value = serde_json::from_str(body).map_err(|e| bad(&e.to_string()))?;
         if !value["error"].is_null() || value["object"] == "error" {
-            let error = super::errors::read_error_body(body);
-            let said: Vec<String> = [error.kind, error.message].into_iter().flatten().collect();
-            return Err(bad(&format!(
-                "an error came with a success status: {}",
-                said.join(": ")
-            )));
+            return Err(bad(&super::errors::error_with_success(body)));
         }
         let choice = value["choices"]
             .get(0)

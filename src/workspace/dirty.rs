@@ -21,7 +21,7 @@ pub fn snapshot_parent(repo: &Repository, commit: Oid) -> Option<Oid> {
 }
 
 /// The tracked files whose working-tree or staged content differs from HEAD.
-pub fn uncommitted(repo: &Repository) -> Result<Vec<String>, SetupError> {
+pub fn uncommitted(repo: &Repository) -> Result<Vec<String>, git2::Error> {
     Ok(changes(repo, false)?
         .into_iter()
         .map(|(path, _)| path)
@@ -30,7 +30,7 @@ pub fn uncommitted(repo: &Repository) -> Result<Vec<String>, SetupError> {
 
 /// Paths that differ from HEAD in the working tree or the index, with their status; untracked
 /// files (not ignored) too when asked. Submodules are left as they are.
-fn changes(repo: &Repository, untracked: bool) -> Result<Vec<(String, Status)>, SetupError> {
+fn changes(repo: &Repository, untracked: bool) -> Result<Vec<(String, Status)>, git2::Error> {
     let mut options = StatusOptions::new();
     options
         .include_untracked(untracked)

@@ -5,7 +5,7 @@
 
 use super::{committer, dates, AGENT_EMAIL, AGENT_NAME};
 use git2::build::CheckoutBuilder;
-use git2::{CheckoutNotificationType, Oid, Repository, Status, StatusOptions};
+use git2::{CheckoutNotificationType, Oid, Repository};
 use std::cell::RefCell;
 
 /// What to land, and how.
@@ -71,7 +71,8 @@ pub fn land(repo: &Repository, landing: &Landing) -> Result<Oid, LandError> {
     }
     let head = repo.head().map_err(|_| LandError::NoCheckout)?;
     let head_commit = head.peel_to_commit().map_err(|_| LandError::NoCheckout)?;
-    let dirty = uncommitted(repo)?;
+    // Untracked files do not count, as for `git merge`.
+    let dirty = super::dirty::uncommitted(repo)?;
     if !dirty.is_empty() {
         return Err(LandError::Dirty(dirty));
     }
@@ -115,22 +116,6 @@ pub fn land(repo: &Repository, landing: &Landing) -> Result<Oid, LandError> {
         return Err(e.into());
     }
     Ok(landed)
-}
-
-/// Tracked paths whose index or working tree differs from HEAD (untracked files do not count,
-/// as for `git merge`).
-fn uncommitted(repo: &Repository) -> Result<Vec<String>, git2::Error> {
-    let mut opts = StatusOptions::new();
-    opts.include_untracked(false)
-        .include_ignored(false)
-        .exclude_submodules(true);
-    let statuses = repo.statuses(Some(&mut opts))?;
-    Ok(statuses
-        .iter()
-        .filter(|e| !e.status().intersects(Status::IGNORED | Status::WT_NEW))
-        .filter(|e| e.status() != Status::CURRENT)
-        .map(|e| String::from_utf8_lossy(e.path_bytes()).into_owned())
-        .collect())
 }
 
 /// The tree of the landed commit: the run's change (base..work) merged into HEAD.
