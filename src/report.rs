@@ -207,6 +207,13 @@ impl Report<'_> {
             self.tests.command,
             self.tests.summary()
         )];
+        if self.tests.cached {
+            out.push(
+                "  the branch's tree was tested earlier in the run: that result stands, the \
+                 tests were not run again"
+                    .to_string(),
+            );
+        }
         if self.tests.exit_code_only {
             out.push(
                 "  no test names could be read before any change, so the verdict rests on the \
@@ -327,6 +334,7 @@ mod tests {
             vanished: vec!["test_calc.py::test_sub".into()],
             exit_code_only: false,
             tail: "...".into(),
+            cached: false,
         }
     }
 

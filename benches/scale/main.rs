@@ -12,11 +12,16 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod common;
+mod harness;
 
 use common::Options;
 
 /// Each section: its name (for `--only`) and what it measures.
-const SECTIONS: &[(&str, fn(&common::Repo, &Options))] = &[];
+const SECTIONS: &[(&str, fn(&common::Repo, &Options))] = &[
+    ("test run", harness::test_run),
+    ("run_command", harness::run_command),
+    ("commit", harness::commit),
+];
 
 fn main() {
     let options = Options::from_args();

@@ -110,6 +110,9 @@ pub struct TestResult {
     pub exit_code_only: bool,
     /// The last lines of the output, capped.
     pub tail: String,
+    /// The same tree was tested earlier in the run: this is that result, not a new run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 impl TestResult {
@@ -157,6 +160,7 @@ impl TestResult {
             vanished: Vec::new(),
             exit_code_only: false,
             tail: tail(output, TAIL_LINES, TAIL_BYTES),
+            cached: false,
         }
     }
 
@@ -186,6 +190,7 @@ impl TestResult {
             vanished: Vec::new(),
             exit_code_only: false,
             tail: why.to_string(),
+            cached: false,
         }
     }
 

@@ -5,22 +5,31 @@ use super::files::{read_text, refused, write_regular};
 use super::{parse_input, path_label, short, Tool, ToolContext, ToolFatal, ToolOutcome};
 use crate::guard::{display, Resolved};
 use crate::model::ToolSpec;
-use crate::workspace::CommitOutcome;
+use crate::workspace::{Changed, CommitOutcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 
-/// Commits what a tool just did to the work tree, and says so to the model.
+/// Commits what a tool just did at `changed` (where the file it wrote or removed really is),
+/// and says so to the model.
 fn commit(
     ctx: &ToolContext,
+    changed: &Path,
     verb: &str,
     shown: &str,
     done: &str,
 ) -> Result<ToolOutcome, ToolFatal> {
     let subject = format!("agent-git: {verb} {shown}");
     let protection = ctx.guard.protection();
-    let result = ctx
-        .workspace()
-        .commit_changes(&subject, ctx.note, protection, &*ctx.hooks())?;
+    // Only that path is looked at; when it cannot be named inside the tree, all of it is.
+    let paths: Vec<PathBuf> = in_tree(ctx.guard.root(), changed).into_iter().collect();
+    let changed = match paths.is_empty() {
+        true => Changed::Status,
+        false => Changed::Paths(&paths),
+    };
+    let result =
+        ctx.workspace()
+            .commit(changed, &subject, ctx.note, protection, &*ctx.hooks())?;
     if !result.dropped.is_empty() {
         return Ok(ToolOutcome::error(
             super::dropped_lines(&result.dropped).join("\n"),
@@ -46,6 +55,15 @@ fn commit(
         CommitOutcome::Rejected { hook, output } => super::rejected_by_hook(hook, &output),
     };
     Ok(outcome)
+}
+
+/// `full` relative to the work tree `root`, its folder's links resolved (the name itself is
+/// kept: a link removed is the link's path).
+fn in_tree(root: &Path, full: &Path) -> Option<PathBuf> {
+    let root = root.canonicalize().ok()?;
+    let folder = full.parent()?.canonicalize().ok()?;
+    let rel = folder.join(full.file_name()?);
+    rel.strip_prefix(&root).ok().map(Path::to_path_buf)
 }
 
 /// The guard's verdict, then what only git knows: a path git ignores cannot be committed, so
@@ -131,6 +149,7 @@ impl Tool for WriteFile {
         let lines = args.content.lines().count();
         commit(
             ctx,
+            &resolved.real,
             "write",
             &shown,
             &format!("wrote {shown} ({lines} lines)"),
@@ -197,7 +216,7 @@ impl Tool for EditFile {
         if let Err(e) = write_regular(&resolved.real, new.as_bytes()) {
             return Ok(io_error("write", &shown, e));
         }
-        commit(ctx, "edit", &shown, &format!("edited {shown}"))
+        commit(ctx, &resolved.real, "edit", &shown, &format!("edited {shown}"))
     }
 }
 
@@ -314,7 +333,7 @@ impl Tool for DeleteFile {
         if let Err(e) = std::fs::remove_file(&target) {
             return Ok(io_error("delete", &shown, e));
         }
-        commit(ctx, "delete", &shown, &format!("deleted {shown}"))
+        commit(ctx, &target, "delete", &shown, &format!("deleted {shown}"))
     }
 }
 

@@ -54,6 +54,11 @@ impl SandboxHooks<'_> {
 }
 
 impl CommitHooks for SandboxHooks<'_> {
+    fn runs_pre_commit(&self) -> bool {
+        self.verifier.sandbox.refusal().is_none()
+            && self.verifier.workspace.hook_path("pre-commit").is_some()
+    }
+
     fn pre_commit(&self) -> Result<Option<String>, WorkspaceError> {
         self.run("pre-commit", &[])
     }

@@ -9,7 +9,7 @@ use crate::testrun::{
     cases_from_junit, cases_from_results_json, Case, Ended, Inventory, Runner, TestCommand,
     TestPlan, TestResult, BUILTIN_PYTHON_RUNNER,
 };
-use crate::workspace::{CleanRoom, RunDirs, Workspace, WorkspaceError};
+use crate::workspace::{CleanRoom, ProtectedMemo, RunDirs, Workspace, WorkspaceError};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -62,6 +62,9 @@ pub struct Verifier<'a> {
     pub interrupt: &'a AtomicBool,
     tester: TreeTester<'a>,
     inventory: RefCell<Option<Inventory>>,
+    /// Each tree tested in this run and its result (before the inventory is applied): a
+    /// tree is never tested twice.
+    tested: RefCell<std::collections::HashMap<git2::Oid, TestResult>>,
 }
 
 impl<'a> Verifier<'a> {
@@ -96,13 +99,14 @@ impl<'a> Verifier<'a> {
             interrupt,
             tester,
             inventory: RefCell::new(None),
+            tested: RefCell::new(std::collections::HashMap::new()),
         })
     }
 
     /// The run before any change: the tests it names become the inventory.
     pub fn baseline(&self) -> Result<TestResult, VerifyError> {
         // The base's tree, also when a resumed run starts from a branch with edits on it.
-        let mut result = self.tester.test(self.workspace.base_tree()?)?;
+        let mut result = self.test_once(self.workspace.base_tree()?)?;
         let inventory = Inventory::of(&result);
         result.exit_code_only = inventory.as_ref().is_none_or(Inventory::is_empty);
         *self.inventory.borrow_mut() = inventory;
@@ -114,8 +118,24 @@ impl<'a> Verifier<'a> {
         let tree = self
             .workspace
             .verification_tree(self.tester.setup.protection)?;
-        let mut result = self.tester.test(tree)?;
+        let mut result = self.test_once(tree)?;
         Inventory::check(self.inventory.borrow().as_ref(), &mut result);
+        Ok(result)
+    }
+
+    /// `tree`'s result: from the run that tested it before, if one did, else from a new one.
+    /// An interrupted run, or one that could not start the tests, is not kept.
+    fn test_once(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
+        if let Some(earlier) = self.tested.borrow().get(&tree) {
+            return Ok(TestResult {
+                cached: true,
+                ..earlier.clone()
+            });
+        }
+        let result = self.tester.test(tree)?;
+        if result.ran && !result.interrupted {
+            self.tested.borrow_mut().insert(tree, result.clone());
+        }
         Ok(result)
     }
 
@@ -145,6 +165,8 @@ pub struct TreeTester<'a> {
     /// and private files; and the toolchain paths inside them they may.
     hidden: Vec<PathBuf>,
     shown: Vec<PathBuf>,
+    /// The protected entries of the folders of trees tested before.
+    protected_memo: RefCell<ProtectedMemo>,
 }
 
 impl<'a> TreeTester<'a> {
@@ -188,6 +210,7 @@ impl<'a> TreeTester<'a> {
             runner_script,
             hidden,
             shown,
+            protected_memo: RefCell::new(ProtectedMemo::default()),
         })
     }
 
@@ -352,7 +375,11 @@ impl<'a> TreeTester<'a> {
         }
         writable.extend(self.setup.sandbox.allowed_writes().iter().cloned());
         let read_only = match room.current_tree() {
-            Some(tree) => room.protected_paths(tree, self.setup.protection)?,
+            Some(tree) => room.protected_paths(
+                tree,
+                self.setup.protection,
+                &mut self.protected_memo.borrow_mut(),
+            )?,
             None => Vec::new(),
         };
         let jail = Jail {
@@ -461,6 +488,11 @@ fn read_result_files(results: &Path) -> Option<Vec<Case>> {
 /// output's tail.
 pub fn describe_for_model(result: &TestResult) -> String {
     let mut text = format!("Tests ({}): {}", result.command, result.summary());
+    if result.cached {
+        text.push_str(
+            "\n[nothing changed since these files were last tested: this is that result]",
+        );
+    }
     if !result.failing.is_empty() {
         text.push_str("\nFailing tests:");
         for failure in &result.failing {

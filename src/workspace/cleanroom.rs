@@ -37,6 +37,9 @@ const SETUP_INPUTS: &[&str] = &[
 
 type Snapshot = std::collections::HashMap<PathBuf, Stamp>;
 
+/// What a walk of the tree calls for each entry: its relative and full path, its stat data.
+type Visit<'v> = dyn FnMut(&Path, &Path, &std::fs::Metadata) -> Result<Walk, WorkspaceError> + 'v;
+
 /// Whether a walk goes into the directory it just visited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Walk {
@@ -121,6 +124,54 @@ pub struct CleanRoom {
     cache_written: bool,
     /// The tree's entries as the last reset left them.
     snapshot: Option<Snapshot>,
+}
+
+/// The protected entries of each folder's tree already looked at: (folder, tree) to them.
+#[derive(Debug, Default)]
+pub struct ProtectedMemo(
+    std::collections::HashMap<(PathBuf, Oid), std::rc::Rc<Vec<PathBuf>>>,
+);
+
+/// The most folders the memo of protected entries holds.
+const MAX_MEMO: usize = 200_000;
+
+/// What undoing a test run's changes did.
+#[derive(Debug, Default)]
+struct Undone {
+    /// Entries of the tree that were changed and are now removed, to be written anew.
+    removed: Vec<PathBuf>,
+    /// Directories whose mode and times were put back (their own stat data is new).
+    restored: Vec<PathBuf>,
+    /// Entries the snapshot knew that are gone and were not named (a removed directory's).
+    lost_known_entries: bool,
+}
+
+/// Takes the stat data of `touched` and of every folder above them anew; an entry no longer
+/// there leaves the snapshot.
+fn restamp<'p>(
+    root: &Path,
+    snapshot: &mut Snapshot,
+    touched: impl Iterator<Item = &'p PathBuf>,
+) -> Result<(), WorkspaceError> {
+    let mut done: BTreeSet<&Path> = BTreeSet::new();
+    for path in touched {
+        for rel in path.ancestors() {
+            if !done.insert(rel) {
+                break;
+            }
+            let full = root.join(rel);
+            match std::fs::symlink_metadata(&full) {
+                Ok(meta) => {
+                    snapshot.insert(rel.to_path_buf(), Stamp::of(&meta));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    snapshot.remove(rel);
+                }
+                Err(e) => return Err(WorkspaceError::io("inspect", &full, e)),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The private directories of one test run: a fresh HOME, TMPDIR and a place for results.
@@ -225,16 +276,48 @@ impl CleanRoom {
     /// but what the setup command made. Anything a test run planted is removed before any file
     /// is written, so no write follows a link it left.
     pub fn reset_to(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
-        let snapshot = self.snapshot.take();
-        let dirty = match &snapshot {
-            Some(snapshot) => self.undo_changes_since(snapshot)?,
-            None => self.sweep_untracked()?,
+        let (Some(mut snapshot), Some(current)) = (self.snapshot.take(), self.current) else {
+            self.sweep_untracked()?;
+            return self.check_out_whole(tree);
         };
-        if !dirty && snapshot.is_some() && self.current == Some(tree) {
+        let undone = self.undo_changes_since(&snapshot)?;
+        if undone.lost_known_entries {
+            // Something the snapshot knew is gone and cannot be named cheaply: start over.
+            return self.check_out_whole(tree);
+        }
+        if current == tree && undone.removed.is_empty() && undone.restored.is_empty() {
             // Nothing moved: the snapshot still describes the tree.
-            self.snapshot = snapshot;
+            self.snapshot = Some(snapshot);
             return Ok(());
         }
+        let mut paths = self.changed_between(current, tree)?;
+        paths.extend(undone.removed.iter().cloned());
+        let target = self.repo.find_tree(tree)?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .force()
+            .remove_untracked(false)
+            .remove_ignored(false)
+            .disable_pathspec_match(true);
+        for path in &paths {
+            checkout.path(path);
+        }
+        if !paths.is_empty() {
+            self.repo
+                .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        }
+        drop(target);
+        self.record_checkout(tree)?;
+        // Only what the checkout or the undo touched has new stat data, and the folders
+        // above it.
+        let touched = paths.iter().chain(&undone.restored);
+        restamp(&self.tree, &mut snapshot, touched)?;
+        self.snapshot = Some(snapshot);
+        Ok(())
+    }
+
+    /// Writes every file of `tree` that differs from what the room holds, and notes it all.
+    fn check_out_whole(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
         let target = self.repo.find_tree(tree)?;
         let mut checkout = CheckoutBuilder::new();
         checkout
@@ -243,8 +326,36 @@ impl CleanRoom {
             .remove_ignored(false);
         self.repo
             .checkout_tree(target.as_object(), Some(&mut checkout))?;
-        // HEAD names what is checked out: the next checkout then writes only what differs
-        // from it (and what a test run changed), not every file.
+        drop(target);
+        self.record_checkout(tree)?;
+        self.snapshot = Some(self.take_snapshot()?);
+        Ok(())
+    }
+
+    /// The paths whose entries differ between two trees (files, links; not folders).
+    fn changed_between(&self, old: Oid, new: Oid) -> Result<Vec<PathBuf>, WorkspaceError> {
+        let old = self.repo.find_tree(old)?;
+        let new = self.repo.find_tree(new)?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&old), Some(&new), None)?;
+        let mut paths = Vec::new();
+        for delta in diff.deltas() {
+            for file in [delta.old_file(), delta.new_file()] {
+                if let Some(path) = file.path() {
+                    if !paths.iter().any(|p: &PathBuf| p == path) {
+                        paths.push(path.to_path_buf());
+                    }
+                }
+            }
+        }
+        Ok(paths)
+    }
+
+    /// HEAD names what is checked out: the next checkout then compares with it (and with
+    /// what a test run changed), not with every file.
+    fn record_checkout(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
+        let target = self.repo.find_tree(tree)?;
         let when = git2::Time::new(0, 0);
         let signature = git2::Signature::new(AGENT, AGENT_EMAIL, &when)?;
         let commit = self
@@ -252,7 +363,6 @@ impl CleanRoom {
             .commit(None, &signature, &signature, "clean room", &target, &[])?;
         self.repo.set_head_detached(commit)?;
         self.current = Some(tree);
-        self.snapshot = Some(self.take_snapshot()?);
         Ok(())
     }
 
@@ -261,36 +371,43 @@ impl CleanRoom {
     /// test run makes moves an entry's change time, which no test run can set back.
     fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
         let mut snapshot = Snapshot::new();
-        self.walk(&mut |rel, entry| {
-            snapshot.insert(rel.to_path_buf(), Stamp::of(&entry.metadata()?));
+        self.walk(&mut |rel, _, meta| {
+            snapshot.insert(rel.to_path_buf(), Stamp::of(meta));
             Ok(Walk::On)
         })?;
         Ok(snapshot)
     }
 
-    /// Visits every entry of the tree but what the setup command made, links not followed;
-    /// `visit` may skip a directory it just removed.
-    fn walk(
-        &self,
-        visit: &mut dyn FnMut(&Path, &walkdir::DirEntry) -> Result<Walk, WorkspaceError>,
-    ) -> Result<(), WorkspaceError> {
-        let mut walk = walkdir::WalkDir::new(&self.tree)
-            .follow_links(false)
-            .into_iter();
-        while let Some(entry) = walk.next() {
-            let entry = entry?;
-            let rel = entry
-                .path()
-                .strip_prefix(&self.tree)
-                .unwrap_or(entry.path());
-            let step = if self.setup_outputs.contains(rel) {
-                Walk::SkipDir
-            } else {
-                visit(rel, &entry)?
-            };
-            // Skipping a file would skip the rest of its directory.
-            if step == Walk::SkipDir && entry.file_type().is_dir() {
-                walk.skip_current_dir();
+    /// Visits every entry of the tree but what the setup command made, a folder before what
+    /// it holds, links not followed; `visit` (given the relative and the full path and the
+    /// entry's stat data) may skip a directory it just removed.
+    fn walk(&self, visit: &mut Visit) -> Result<(), WorkspaceError> {
+        let meta = std::fs::symlink_metadata(&self.tree)
+            .map_err(|e| WorkspaceError::io("inspect", &self.tree, e))?;
+        if visit(Path::new(""), &self.tree, &meta)? == Walk::On {
+            self.walk_in(Path::new(""), visit)?;
+        }
+        Ok(())
+    }
+
+    /// The walk below the folder `rel`. Each entry's stat data is read relative to its open
+    /// folder, not by its full path: on a large tree, looking up every path from the root
+    /// again costs more than the stat itself.
+    fn walk_in(&self, rel: &Path, visit: &mut Visit) -> Result<(), WorkspaceError> {
+        let dir = self.tree.join(rel);
+        let read = |e| WorkspaceError::io("read", &dir, e);
+        for entry in std::fs::read_dir(&dir).map_err(read)? {
+            let entry = entry.map_err(read)?;
+            let child = rel.join(entry.file_name());
+            if self.setup_outputs.contains(&child) {
+                continue;
+            }
+            let full = entry.path();
+            let meta = entry
+                .metadata()
+                .map_err(|e| WorkspaceError::io("inspect", &full, e))?;
+            if visit(&child, &full, &meta)? == Walk::On && meta.is_dir() {
+                self.walk_in(&child, visit)?;
             }
         }
         Ok(())
@@ -298,33 +415,42 @@ impl CleanRoom {
 
     /// Removes whatever a test run added or changed since `snapshot` (a directory whose
     /// content changed gets its mode, times and extended attributes back, and its entries are
-    /// judged one by one). Returns whether anything was changed, removed or is missing.
-    fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<bool, WorkspaceError> {
-        let mut dirty = false;
+    /// judged one by one), and says what it did.
+    fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<Undone, WorkspaceError> {
+        let mut undone = Undone::default();
         let mut seen = 0usize;
-        self.walk(&mut |rel, entry| {
-            let meta = entry.metadata()?;
-            let now = Stamp::of(&meta);
+        self.walk(&mut |rel, full, meta| {
+            let now = Stamp::of(meta);
             match snapshot.get(rel) {
                 Some(was) if *was == now => seen += 1,
                 Some(was) if meta.is_dir() && was.is_dir() => {
                     seen += 1;
-                    dirty = true;
                     // What cannot be put back goes whole; the checkout writes it anew.
-                    if restore_dir(entry.path(), was).is_err() {
-                        remove_entry(entry.path())?;
+                    if restore_dir(full, was).is_err() {
+                        remove_entry(full)?;
+                        undone.lost_known_entries = true;
                         return Ok(Walk::SkipDir);
                     }
+                    undone.restored.push(rel.to_path_buf());
                 }
-                _ => {
-                    dirty = true;
-                    remove_entry(entry.path())?;
+                known => {
+                    if known.is_some_and(Stamp::is_dir) {
+                        // What the snapshot knew beneath it is gone too.
+                        undone.lost_known_entries = true;
+                    }
+                    if known.is_some() {
+                        seen += 1;
+                        undone.removed.push(rel.to_path_buf());
+                    }
+                    remove_entry(full)?;
                     return Ok(Walk::SkipDir);
                 }
             }
             Ok(Walk::On)
         })?;
-        Ok(dirty || seen < snapshot.len())
+        // An entry of the snapshot the walk did not meet was removed by the test run.
+        undone.lost_known_entries |= seen < snapshot.len();
+        Ok(undone)
     }
 
     /// Before the first snapshot: removes what git does not track (and the setup command did
@@ -363,32 +489,53 @@ impl CleanRoom {
 
     /// The top-most entries of `tree` that `protection` covers, where they lie in the clean
     /// room: they stay read-only while the tests run, so code under test cannot rewrite them.
+    /// A folder whose tree `memo` has seen (for the same protection) is not walked again, so
+    /// a tree that differs from the last in one file costs a few folders, not all of them.
     pub fn protected_paths(
         &self,
         tree: Oid,
         protection: &crate::guard::Protection,
+        memo: &mut ProtectedMemo,
     ) -> Result<Vec<PathBuf>, WorkspaceError> {
         let tree = self.repo.find_tree(tree)?;
+        // A run tests trees that differ in a few folders each; many more means another
+        // history, and the memo starts over.
+        if memo.0.len() > MAX_MEMO {
+            memo.0.clear();
+        }
+        let found = self.protected_in(Path::new(""), &tree, protection, memo)?;
+        Ok(found.iter().map(|rel| self.tree.join(rel)).collect())
+    }
+
+    fn protected_in(
+        &self,
+        dir: &Path,
+        tree: &git2::Tree,
+        protection: &crate::guard::Protection,
+        memo: &mut ProtectedMemo,
+    ) -> Result<std::rc::Rc<Vec<PathBuf>>, WorkspaceError> {
+        let key = (dir.to_path_buf(), tree.id());
+        if let Some(found) = memo.0.get(&key) {
+            return Ok(found.clone());
+        }
         let mut found = Vec::new();
-        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-            let Ok(name) = entry.name() else {
-                return git2::TreeWalkResult::Ok;
-            };
-            let rel = Path::new(dir).join(name);
-            let is_dir = entry.kind() == Some(git2::ObjectType::Tree);
-            let covered = if is_dir {
-                protection.is_protected_dir(&rel)
-            } else {
-                protection.is_protected(&rel)
-            };
-            if covered {
-                found.push(self.tree.join(&rel));
-                if is_dir {
-                    return git2::TreeWalkResult::Skip;
+        for entry in tree.iter() {
+            let Ok(name) = entry.name() else { continue };
+            let rel = dir.join(name);
+            if entry.kind() == Some(git2::ObjectType::Tree) {
+                if protection.is_protected_dir(&rel) {
+                    found.push(rel);
+                } else {
+                    let sub = self.repo.find_tree(entry.id())?;
+                    let inner = self.protected_in(&rel, &sub, protection, memo)?;
+                    found.extend(inner.iter().cloned());
                 }
+            } else if protection.is_protected(&rel) {
+                found.push(rel);
             }
-            git2::TreeWalkResult::Ok
-        })?;
+        }
+        let found = std::rc::Rc::new(found);
+        memo.0.insert(key, found.clone());
         Ok(found)
     }
 
@@ -556,6 +703,137 @@ mod tests {
         std::fs::read_to_string(room.path().join(rel)).unwrap()
     }
 
+    /// A commit's tree with `files` written (and `gone` removed) on top of the index.
+    fn commit_files(repo: &Repository, files: &[(&str, &str)], gone: &[&str]) -> Oid {
+        let dir = repo.workdir().unwrap();
+        let mut index = repo.index().unwrap();
+        for (path, text) in files {
+            let full = dir.join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, text).unwrap();
+            index.add_path(Path::new(path)).unwrap();
+        }
+        for path in gone {
+            std::fs::remove_file(dir.join(path)).unwrap();
+            index.remove_path(Path::new(path)).unwrap();
+        }
+        index.write().unwrap();
+        index.write_tree().unwrap()
+    }
+
+    /// The room holds exactly `tree` (file by file), and its snapshot is what a new walk sees.
+    fn holds_exactly(room: &CleanRoom, repo: &Repository, tree: Oid) {
+        let mut expected = BTreeSet::new();
+        let tree = repo.find_tree(tree).unwrap();
+        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() == Some(git2::ObjectType::Blob) {
+                let rel = format!("{dir}{}", entry.name().unwrap());
+                let blob = repo.find_blob(entry.id()).unwrap();
+                let on_disk = std::fs::read(room.path().join(&rel)).unwrap();
+                assert_eq!(on_disk, blob.content(), "{rel}");
+                expected.insert(PathBuf::from(rel));
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .unwrap();
+        let found: BTreeSet<PathBuf> = walkdir::WalkDir::new(room.path())
+            .into_iter()
+            .map(Result::unwrap)
+            .filter(|e| !e.file_type().is_dir())
+            .map(|e| e.path().strip_prefix(room.path()).unwrap().to_path_buf())
+            .collect();
+        assert_eq!(found, expected);
+        assert_eq!(
+            room.snapshot.as_ref().unwrap(),
+            &room.take_snapshot().unwrap(),
+            "the snapshot kept up to date equals a new one"
+        );
+    }
+
+    #[test]
+    fn protected_entries_from_the_memo_are_those_a_fresh_walk_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, first) = repo_with(
+            dir.path(),
+            &[
+                ("calc.py", "x = 1\n"),
+                ("tests/test_calc.py", "t = 1\n"),
+                ("pkg/test_pkg.py", "t = 1\n"),
+                ("pkg/deep/code.py", "c = 1\n"),
+            ],
+        );
+        let second = commit_files(&repo, &[("pkg/deep/test_deep.py", "t = 2\n")], &[]);
+        let third = commit_files(&repo, &[("calc.py", "x = 3\n")], &["pkg/test_pkg.py"]);
+        let room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        let protection = crate::guard::Protection::new(&[], &[]).unwrap();
+        let mut memo = ProtectedMemo::default();
+        for tree in [first, second, third, second, first] {
+            let remembered = room.protected_paths(tree, &protection, &mut memo).unwrap();
+            let fresh = room
+                .protected_paths(tree, &protection, &mut ProtectedMemo::default())
+                .unwrap();
+            assert_eq!(remembered, fresh);
+        }
+        let mut names = |tree| {
+            let found = room
+                .protected_paths(tree, &protection, &mut memo)
+                .unwrap();
+            found
+                .iter()
+                .map(|p| p.strip_prefix(room.path()).unwrap().display().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(second),
+            ["pkg/deep/test_deep.py", "pkg/test_pkg.py", "tests"]
+        );
+        assert_eq!(names(third), ["pkg/deep/test_deep.py", "tests"]);
+    }
+
+    #[test]
+    fn a_reset_to_another_tree_writes_what_differs_and_keeps_its_snapshot_true() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, first) = repo_with(
+            dir.path(),
+            &[
+                ("calc.py", "x = 1\n"),
+                ("pkg/a.py", "a = 1\n"),
+                ("pkg/deep/b.py", "b = 1\n"),
+                ("data/keep.txt", "keep\n"),
+            ],
+        );
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        room.reset_to(first).unwrap();
+        holds_exactly(&room, &repo, first);
+
+        // Changed, added in a new folder, removed (its folder emptied).
+        let second = commit_files(
+            &repo,
+            &[("calc.py", "x = 2\n"), ("new/dir/c.py", "c = 1\n")],
+            &["pkg/deep/b.py"],
+        );
+        room.reset_to(second).unwrap();
+        holds_exactly(&room, &repo, second);
+
+        // A test run that rewrote a tracked file and planted files, then a new tree.
+        std::fs::write(room.path().join("pkg/a.py"), "a = 99\n").unwrap();
+        std::fs::create_dir_all(room.path().join("pkg/__pycache__")).unwrap();
+        std::fs::write(room.path().join("pkg/__pycache__/a.pyc"), "x").unwrap();
+        let third = commit_files(&repo, &[("data/more.txt", "more\n")], &[]);
+        room.reset_to(third).unwrap();
+        holds_exactly(&room, &repo, third);
+
+        // A test run that removed a tracked file and a folder: the room starts over.
+        std::fs::remove_file(room.path().join("calc.py")).unwrap();
+        std::fs::remove_dir_all(room.path().join("new")).unwrap();
+        room.reset_to(third).unwrap();
+        holds_exactly(&room, &repo, third);
+
+        // And back to the first tree.
+        room.reset_to(first).unwrap();
+        holds_exactly(&room, &repo, first);
+    }
+
     #[test]
     fn a_reset_undoes_whatever_a_test_run_left_and_follows_no_link() {
         let dir = tempfile::tempdir().unwrap();
@@ -641,6 +919,7 @@ mod tests {
             .unwrap();
 
         room.reset_to(tree).unwrap();
+        holds_exactly(&room, &repo, tree);
         assert!(!data.join(".git").exists());
         assert!(!root.join("alias.txt").exists());
         assert_eq!(std::fs::metadata(&data).unwrap().mtime(), data_mtime);

@@ -13,7 +13,7 @@ mod restore;
 mod setup;
 mod tested;
 
-pub use cleanroom::{CleanRoom, RunDirs};
+pub use cleanroom::{CleanRoom, ProtectedMemo, RunDirs};
 pub use dirty::{snapshot_working_tree, uncommitted};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{
@@ -31,6 +31,12 @@ use std::path::{Component, Path, PathBuf};
 
 pub const AGENT_NAME: &str = "agent-git";
 pub const AGENT_EMAIL: &str = "agent-git@localhost";
+
+/// What git's status says when the work tree differs from the index.
+const WORK_TREE_CHANGE: Status = Status::WT_NEW
+    .union(Status::WT_MODIFIED)
+    .union(Status::WT_DELETED)
+    .union(Status::WT_TYPECHANGE);
 
 /// Files larger than this are not committed unless configured otherwise.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
@@ -114,6 +120,9 @@ pub trait CommitHooks {
     fn pre_commit(&self) -> Result<Option<String>, WorkspaceError>;
     /// The message as the hook left it, or the hook's output when it refused.
     fn commit_msg(&self, message: &str) -> Result<Result<String, String>, WorkspaceError>;
+    /// Whether a `pre-commit` hook will run: only then can a commit's files change after they
+    /// were staged, and the work tree must be looked at again.
+    fn runs_pre_commit(&self) -> bool;
 }
 
 /// No hooks: `--no-verify`, and the harness's own commits.
@@ -127,6 +136,19 @@ impl CommitHooks for NoHooks {
     fn commit_msg(&self, message: &str) -> Result<Result<String, String>, WorkspaceError> {
         Ok(Ok(message.to_string()))
     }
+
+    fn runs_pre_commit(&self) -> bool {
+        false
+    }
+}
+
+/// Which paths of the work tree a commit looks at.
+#[derive(Debug, Clone, Copy)]
+pub enum Changed<'p> {
+    /// Every path git's status shows changed (after a shell command).
+    Status,
+    /// Only these paths (after a tool that wrote them): no other file is looked at.
+    Paths(&'p [PathBuf]),
 }
 
 /// The hooks agent commits run, by their git names.
@@ -220,6 +242,19 @@ impl Workspace {
         protection: &Protection,
         hooks: &dyn CommitHooks,
     ) -> Result<CommitResult, WorkspaceError> {
+        self.commit(Changed::Status, subject, body, protection, hooks)
+    }
+
+    /// As `commit_changes`, looking only where `changed` says the work tree changed: a tool
+    /// that wrote one file costs one file's staging, whatever the size of the tree.
+    pub fn commit(
+        &self,
+        changed: Changed,
+        subject: &str,
+        body: &str,
+        protection: &Protection,
+        hooks: &dyn CommitHooks,
+    ) -> Result<CommitResult, WorkspaceError> {
         let head = self.repo.head()?.peel_to_commit()?;
         let head_tree = head.tree()?;
         let mut index = self.repo.index()?;
@@ -227,15 +262,20 @@ impl Workspace {
         if index.write_tree()? != head_tree.id() {
             index.read_tree(&head_tree)?;
         }
-        let mut dropped = self.stage_changes(&mut index)?;
-        let mut staged = self.check_staged(&mut index, &head_tree, protection)?;
-        if let Staged::Tree(_) = staged {
+        let paths = match changed {
+            Changed::Status => self.changed_paths()?,
+            Changed::Paths(paths) => self.committable(paths, &head_tree)?,
+        };
+        let mut dropped = self.stage_paths(&mut index, &paths)?;
+        let mut staged = self.check_staged(!paths.is_empty(), &mut index, &head_tree, protection)?;
+        if let (Staged::Tree(_), true) = (&staged, hooks.runs_pre_commit()) {
             if let Some(output) = hooks.pre_commit()? {
                 staged = self.roll_back(&mut index, &head_tree, "pre-commit", output)?;
             } else {
                 // A hook may have changed files (a formatter): what it left is committed.
-                dropped.extend(self.stage_changes(&mut index)?);
-                staged = self.check_staged(&mut index, &head_tree, protection)?;
+                let paths = self.changed_paths()?;
+                dropped.extend(self.stage_paths(&mut index, &paths)?);
+                staged = self.check_staged(true, &mut index, &head_tree, protection)?;
             }
         }
         let outcome = match staged {
@@ -260,13 +300,18 @@ impl Workspace {
     /// (then rolled back whole).
     fn check_staged(
         &self,
+        staged_any: bool,
         index: &mut git2::Index,
         head_tree: &git2::Tree,
         protection: &Protection,
     ) -> Result<Staged, WorkspaceError> {
         let tree_id = index.write_tree()?;
         if tree_id == head_tree.id() {
-            index.write()?;
+            // Kept only when something was staged: a 100,000-file index is not rewritten
+            // for nothing.
+            if staged_any {
+                index.write()?;
+            }
             return Ok(Staged::Done(CommitOutcome::NoChange));
         }
         let tree = self.repo.find_tree(tree_id)?;
@@ -330,23 +375,49 @@ impl Workspace {
         (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(path)
     }
 
-    /// Puts every changed path the work tree shows into `index` (only those: unchanged files
-    /// are never read), except the ones that may not be committed, which are undone.
-    fn stage_changes(&self, index: &mut git2::Index) -> Result<Vec<Dropped>, WorkspaceError> {
+    /// Every path the work tree shows changed from the index (new files that are not ignored
+    /// included), found by the index's stat data: unchanged files are never read.
+    fn changed_paths(&self) -> Result<Vec<PathBuf>, WorkspaceError> {
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
-            .exclude_submodules(true);
+            .exclude_submodules(true)
+            .show(git2::StatusShow::Workdir);
         let statuses = self.repo.statuses(Some(&mut opts))?;
+        Ok(statuses
+            .iter()
+            .filter(|entry| entry.status().intersects(WORK_TREE_CHANGE))
+            .map(|entry| PathBuf::from(std::ffi::OsStr::from_bytes(entry.path_bytes())))
+            .collect())
+    }
+
+    /// The paths a tool named that a commit may hold: an untracked file git ignores is not
+    /// one (status would not show it either).
+    fn committable(
+        &self,
+        paths: &[PathBuf],
+        head_tree: &git2::Tree,
+    ) -> Result<Vec<PathBuf>, WorkspaceError> {
+        let mut kept = Vec::with_capacity(paths.len());
+        for rel in paths {
+            if head_tree.get_path(rel).is_ok() || !self.repo.is_path_ignored(rel)? {
+                kept.push(rel.clone());
+            }
+        }
+        Ok(kept)
+    }
+
+    /// Puts `paths` as the work tree has them into `index`, except the ones that may not be
+    /// committed, which are undone.
+    fn stage_paths(
+        &self,
+        index: &mut git2::Index,
+        paths: &[PathBuf],
+    ) -> Result<Vec<Dropped>, WorkspaceError> {
         let mut dropped = Vec::new();
         let mut staged_links: Vec<PathBuf> = Vec::new();
-        for entry in statuses.iter() {
-            if !entry.status().intersects(
-                Status::WT_NEW | Status::WT_MODIFIED | Status::WT_DELETED | Status::WT_TYPECHANGE,
-            ) {
-                continue;
-            }
-            let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
+        for rel in paths {
+            let rel = rel.as_path();
             let full = self.worktree_path.join(rel);
             let Ok(meta) = std::fs::symlink_metadata(&full) else {
                 index.remove_path(rel)?;

@@ -6,7 +6,7 @@
 use super::{remove_entry, Workspace, WorkspaceError};
 use crate::guard::Protection;
 use git2::build::CheckoutBuilder;
-use git2::{DiffOptions, ResetType, Status, StatusOptions};
+use git2::{ResetType, Status, StatusOptions};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -175,8 +175,24 @@ impl Workspace {
         }
         restored.extend(self.restore_refs(before.head)?);
         let head_tree = self.repo.find_commit(before.head)?.tree()?;
-        let reverted = self.restore_protected_to(&head_tree, protection)?;
-        let commit = self.commit_changes(subject, body, protection, hooks)?;
+        // One look at the work tree serves both: what to put back, and what to commit.
+        let changes = self.status_against_branch()?;
+        let reverted = self.restore_protected(&changes, &head_tree, protection)?;
+        let changed: Vec<PathBuf> = changes
+            .into_iter()
+            .filter(|(rel, status)| {
+                status.intersects(super::WORK_TREE_CHANGE)
+                    && !reverted.iter().any(|r| Path::new(r) == rel)
+            })
+            .map(|(rel, _)| rel)
+            .collect();
+        let commit = self.commit(
+            super::Changed::Paths(&changed),
+            subject,
+            body,
+            protection,
+            hooks,
+        )?;
         Ok(Absorbed {
             reverted,
             restored,
@@ -234,29 +250,48 @@ impl Workspace {
         Ok(restored)
     }
 
-    /// Puts every protected path back as `tree` has it. Ignored files count too (a model may
-    /// ignore a conftest.py it plants), but ignored directories are not entered: node_modules
-    /// holds test files that are not ours.
-    fn restore_protected_to(
-        &self,
-        tree: &git2::Tree,
-        protection: &Protection,
-    ) -> Result<Vec<String>, WorkspaceError> {
-        let mut opts = DiffOptions::new();
+    /// Every path where the work tree or the index differs from the branch, with git's
+    /// status of it, found by the index's stat data (no unchanged file is read). Ignored files
+    /// are listed too, but ignored directories are not entered.
+    fn status_against_branch(&self) -> Result<Vec<(PathBuf, Status)>, WorkspaceError> {
+        let mut index = self.repo.index()?;
+        let head_tree = self.repo.head()?.peel_to_tree()?;
+        // The index follows the branch; rebuild it only if something else moved it.
+        if index.write_tree()? != head_tree.id() {
+            index.read_tree(&head_tree)?;
+            index.write()?;
+        }
+        let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
             .include_ignored(true)
-            .recurse_ignored_dirs(false);
-        let diff = self
-            .repo
-            .diff_tree_to_workdir(Some(tree), Some(&mut opts))?;
+            .recurse_ignored_dirs(false)
+            .exclude_submodules(true);
+        let statuses = self.repo.statuses(Some(&mut opts))?;
+        Ok(statuses
+            .iter()
+            .filter(|e| e.status() != Status::CURRENT)
+            .map(|e| {
+                let rel = Path::new(std::ffi::OsStr::from_bytes(e.path_bytes()));
+                (rel.components().as_path().to_path_buf(), e.status())
+            })
+            .collect())
+    }
+
+    /// Puts every protected path of `changes` back as `tree` has it. Ignored files count too
+    /// (a model may ignore a conftest.py it plants), but ignored directories are not entered:
+    /// node_modules holds test files that are not ours.
+    fn restore_protected(
+        &self,
+        changes: &[(PathBuf, Status)],
+        tree: &git2::Tree,
+        protection: &Protection,
+    ) -> Result<Vec<String>, WorkspaceError> {
         let mut restored = Vec::new();
         let mut checkout = CheckoutBuilder::new();
         checkout.force().update_index(false);
-        for delta in diff.deltas() {
-            let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
-                continue;
-            };
+        for (path, _) in changes {
+            let path = path.as_path();
             let full = self.worktree_path.join(path);
             let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
             if is_dir || !protection.is_protected(path) {
