@@ -124,13 +124,14 @@ async fn each_request_keeps_what_the_previous_one_cached_and_json_gives_the_cach
     let server = fake_api("/v1/messages", replies().into_iter().map(ok).collect()).await;
     let env = TestEnv::new();
     let repo = env.calc_repo();
+    let recording = env.path().join("run.jsonl");
     let mut cmd = claude_fix(
         &env,
         &repo,
         &server,
         "anthropic:claude-sonnet-4-5",
         "agent/cache",
-        &["--json", "--max-turns", "10"],
+        &["--json", "--record", recording.to_str().unwrap()],
     );
     cmd.env("PATH", pytest_path());
     let out = run(cmd).await;
@@ -151,6 +152,25 @@ async fn each_request_keeps_what_the_previous_one_cached_and_json_gives_the_cach
         .map(|r| serde_json::from_slice(&r.body).unwrap())
         .collect();
     assert_eq!(requests.len(), 6, "one request a reply");
+    // A recording holds the requests too, so a recorded real session can be checked the same way.
+    let recorded: Vec<Value> = std::fs::read_to_string(&recording)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| serde_json::from_str::<Value>(line).unwrap()["request"].take())
+        .collect();
+    let unstreamed: Vec<Value> = requests
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.as_object_mut().unwrap().remove("stream");
+            r
+        })
+        .collect();
+    assert_eq!(
+        recorded, unstreamed,
+        "recorded without `stream`, else the same"
+    );
     let last = requests[5]["messages"].as_array().unwrap();
     let said = |m: &Value| m.to_string();
     assert!(said(&last[4]).contains("test_add"), "the failing run_tests");
