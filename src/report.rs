@@ -285,10 +285,18 @@ impl Report<'_> {
             "commits": commits,
             "report_commit": report_commit,
             "worktree": worktree,
-            "usage": self.usage,
+            "usage": usage_json(self.usage),
             "cost_usd": self.cost,
         })
     }
+}
+
+/// The counts as the API gave them, and the share of all input read from the cache (0 to 1;
+/// null before any input), which says whether prompt caching works.
+fn usage_json(usage: &Usage) -> Value {
+    let mut value = json!(usage);
+    value["cache_read_share"] = json!(usage.cache_read_share());
+    value
 }
 
 fn first_line(text: &str) -> &str {
@@ -445,7 +453,7 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                 "commits": ["c1"],
                 "report_commit": "r1",
                 "worktree": null,
-                "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3600},
+                "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3600, "cache_read_share": 0.75},
                 "cost_usd": 0.0123
             })
         );

@@ -12,6 +12,7 @@ mod fix;
 mod hook;
 mod models;
 mod passed;
+mod prompt_cache;
 mod protection;
 mod runners;
 mod runs;

@@ -34,10 +34,7 @@ impl Options {
                         .collect();
                 }
                 "--runs" => {
-                    options.runs = args
-                        .next()
-                        .and_then(|n| n.parse().ok())
-                        .expect("--runs N");
+                    options.runs = args.next().and_then(|n| n.parse().ok()).expect("--runs N");
                 }
                 "--only" => options.only = args.next(),
                 // cargo bench passes `--bench`.
@@ -132,9 +129,8 @@ pub fn time(f: &mut dyn FnMut()) -> Duration {
 
 /// Whether `program` is on PATH.
 pub fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Runs `operation` and `floor` alternately `runs` times (each returns what it measured),

@@ -131,7 +131,13 @@ pub fn run_command(repo: &Repo, options: &Options) {
                 let before = run.workspace.snapshot().expect("snapshot");
                 let raw = run
                     .sandbox
-                    .run(&jail, "true", Duration::from_secs(60), &interrupt, &mut |_| {})
+                    .run(
+                        &jail,
+                        "true",
+                        Duration::from_secs(60),
+                        &interrupt,
+                        &mut |_| {},
+                    )
                     .expect("run");
                 assert_eq!(raw.exit_code, Some(0));
                 run.workspace
@@ -151,7 +157,10 @@ pub fn commit(repo: &Repo, options: &Options) {
     let floor = tempfile::tempdir().expect("temp dir");
     let floor_tree = floor.path().join("tree");
     let spec = floor_tree.display().to_string();
-    crate::common::git(&repo.path, &["worktree", "add", "-q", "-b", "bench-floor", &spec]);
+    crate::common::git(
+        &repo.path,
+        &["worktree", "add", "-q", "-b", "bench-floor", &spec],
+    );
     let mut n = 0;
     let mut m = 0;
     compare(

@@ -11,16 +11,23 @@
 // A benchmark, like a test, stops at the first thing that goes wrong.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+// Each section uses a part of what they share, and sections land one at a time.
+#[allow(dead_code)]
 mod common;
 mod harness;
+mod process;
 
 use common::Options;
 
+/// Measures one operation on a repository and prints its lines.
+type Section = fn(&common::Repo, &Options);
+
 /// Each section: its name (for `--only`) and what it measures.
-const SECTIONS: &[(&str, fn(&common::Repo, &Options))] = &[
+const SECTIONS: &[(&str, Section)] = &[
     ("test run", harness::test_run),
     ("run_command", harness::run_command),
     ("commit", harness::commit),
+    ("process wait", process::section),
 ];
 
 fn main() {

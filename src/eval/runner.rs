@@ -295,6 +295,7 @@ fn wait_for(
     let group = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw);
+    let exit = crate::sandbox::ExitWatch::new(&child);
     loop {
         if child
             .try_wait()
@@ -322,7 +323,8 @@ fn wait_for(
             }
             signalled = None;
         }
-        std::thread::sleep(Duration::from_millis(50));
+        // Wakes at once when the run ends; otherwise to hear Ctrl-C and watch the clock.
+        exit.block(Duration::from_millis(50));
     }
 }
 

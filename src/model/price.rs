@@ -1,19 +1,25 @@
 //! Token usage and what it costs.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Tokens of one reply, or summed over a run. Input tokens exclude cache writes and reads,
 /// as the Anthropic API counts them.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub input_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub output_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub cache_creation_input_tokens: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "count")]
     pub cache_read_input_tokens: u64,
+}
+
+/// The API documents the cache counts as nullable (`integer | null`): null counts none, and
+/// does not make the whole reply unreadable.
+fn count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    Ok(Option::<u64>::deserialize(deserializer)?.unwrap_or(0))
 }
 
 impl Usage {
@@ -33,6 +39,12 @@ impl Usage {
     pub fn cache_read_percent(&self) -> Option<u64> {
         let all = self.all_input();
         (all > 0).then(|| self.cache_read_input_tokens * 100 / all)
+    }
+
+    /// The share of input tokens read from the cache, from 0 to 1; None before any input.
+    pub fn cache_read_share(&self) -> Option<f64> {
+        let all = self.all_input();
+        (all > 0).then(|| self.cache_read_input_tokens as f64 / all as f64)
     }
 }
 
@@ -139,6 +151,23 @@ mod tests {
         let cost = Price::for_model("claude-sonnet-4-5").unwrap().cost(&usage);
         assert!((cost - (3.0 + 1.5 + 0.75 + 0.6)).abs() < 1e-9, "{cost}");
         assert_eq!(usage.cache_read_percent(), Some(62));
+    }
+
+    #[test]
+    fn the_cache_share_is_of_all_input_and_null_counts_none() {
+        let usage: Usage = serde_json::from_str(
+            r#"{"input_tokens": 100, "cache_creation_input_tokens": null,
+                "cache_read_input_tokens": 300, "output_tokens": 7}"#,
+        )
+        .unwrap();
+        assert_eq!(usage.cache_creation_input_tokens, 0);
+        assert_eq!(usage.cache_read_share(), Some(0.75));
+        assert_eq!(Usage::default().cache_read_share(), None);
+        let only_writes = Usage {
+            cache_creation_input_tokens: 10,
+            ..Usage::default()
+        };
+        assert_eq!(only_writes.cache_read_share(), Some(0.0));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 pub mod helper;
 mod process;
 
-pub use process::{run_prepared, RawRun};
+pub use process::{run_prepared, ExitWatch, RawRun};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -2,14 +2,19 @@
 //! The only place that waits for a confined process.
 
 use std::io::{Read, Seek, SeekFrom};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Output beyond this is cut from the front: failures and summaries are at the end.
 const MAX_OUTPUT: u64 = 4 * 1024 * 1024;
-const POLL: Duration = Duration::from_millis(20);
+/// How often a wait wakes, though the process has not ended, to hear an interrupt and tell
+/// `waiting`; an exit ends the wait at once.
+const WAKE: Duration = Duration::from_millis(100);
+/// Where the kernel has no pidfds (before Linux 5.3), how often the exit is looked for.
+const FALLBACK_POLL: Duration = Duration::from_millis(20);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRun {
@@ -64,6 +69,7 @@ pub fn run_prepared(
     }
     let mut child = command.spawn()?;
     let started = Instant::now();
+    let exit = ExitWatch::new(&child);
     let (status, timed_out, interrupted) = loop {
         if let Some(status) = child.try_wait()? {
             break (Some(status), false, false);
@@ -76,7 +82,7 @@ pub fn run_prepared(
             break (None, timed_out, interrupted);
         }
         waiting(started.elapsed());
-        std::thread::sleep(POLL);
+        exit.block(timeout.saturating_sub(started.elapsed()).min(WAKE));
     };
     // The shell may be gone while its children still hold the group: end them too.
     kill_group(child.id());
@@ -87,6 +93,44 @@ pub fn run_prepared(
         timed_out,
         interrupted,
     })
+}
+
+/// Waits for a child to end without a fixed sleep: the kernel wakes a poll on its pidfd the
+/// moment it exits. Where there are no pidfds, it sleeps a little at a time instead.
+pub struct ExitWatch {
+    pidfd: Option<OwnedFd>,
+}
+
+impl ExitWatch {
+    /// Watches `child`, which must not have been waited for yet (its pid is still its own).
+    pub fn new(child: &Child) -> ExitWatch {
+        let pid = i32::try_from(child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        // The kernel makes every pidfd close-on-exec: no command started meanwhile inherits it.
+        let pidfd = pid.and_then(|pid| {
+            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+        });
+        ExitWatch { pidfd }
+    }
+
+    /// Returns when the child has ended (not yet reaped: `try_wait` reaps it), when `at_most`
+    /// has passed, or a little earlier on a signal; the caller looks again either way.
+    pub fn block(&self, at_most: Duration) {
+        use rustix::event::{poll, PollFd, PollFlags, Timespec};
+
+        let Some(pidfd) = &self.pidfd else {
+            return std::thread::sleep(at_most.min(FALLBACK_POLL));
+        };
+        // A wait too long for a timespec has no end; callers pass a bounded one.
+        let timeout = Timespec::try_from(at_most).ok();
+        let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+        match poll(&mut fds, timeout.as_ref()) {
+            // A signal only ends this wait early: the caller looks again.
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => std::thread::sleep(at_most.min(FALLBACK_POLL)),
+        }
+    }
 }
 
 fn kill_group(pid: u32) {
@@ -154,5 +198,47 @@ mod tests {
             !marker.exists(),
             "the background child outlived the timeout"
         );
+    }
+
+    #[test]
+    fn an_exit_ends_the_wait_at_once_and_a_running_child_only_its_bound() {
+        let mut quick = Command::new("sh")
+            .arg("-c")
+            .arg("sleep 0.1")
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        ExitWatch::new(&quick).block(Duration::from_secs(60));
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert!(quick.wait().unwrap().success());
+
+        let mut slow = Command::new("sleep").arg("60").spawn().unwrap();
+        let started = Instant::now();
+        ExitWatch::new(&slow).block(Duration::from_millis(50));
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        assert!(slow.try_wait().unwrap().is_none());
+        slow.kill().unwrap();
+        slow.wait().unwrap();
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_command_and_waiting_hears_the_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let interrupt = AtomicBool::new(false);
+        let mut heard = Vec::new();
+        let mut shell = Command::new("sh");
+        shell.arg("-c").arg("sleep 60").current_dir(dir.path());
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                interrupt.store(true, Ordering::SeqCst);
+            });
+            let long = Duration::from_secs(120);
+            run_prepared(shell, long, &interrupt, &mut |t| heard.push(t)).unwrap()
+        });
+        assert!(r.interrupted && !r.timed_out);
+        assert_eq!(r.exit_code, None);
+        assert!(!heard.is_empty() && heard.windows(2).all(|w| w[0] <= w[1]));
+        assert!(heard[heard.len() - 1] < Duration::from_secs(60));
     }
 }

@@ -27,9 +27,9 @@ fn commit(
         true => Changed::Status,
         false => Changed::Paths(&paths),
     };
-    let result =
-        ctx.workspace()
-            .commit(changed, &subject, ctx.note, protection, &*ctx.hooks())?;
+    let result = ctx
+        .workspace()
+        .commit(changed, &subject, ctx.note, protection, &*ctx.hooks())?;
     if !result.dropped.is_empty() {
         return Ok(ToolOutcome::error(
             super::dropped_lines(&result.dropped).join("\n"),
@@ -216,7 +216,13 @@ impl Tool for EditFile {
         if let Err(e) = write_regular(&resolved.real, new.as_bytes()) {
             return Ok(io_error("write", &shown, e));
         }
-        commit(ctx, &resolved.real, "edit", &shown, &format!("edited {shown}"))
+        commit(
+            ctx,
+            &resolved.real,
+            "edit",
+            &shown,
+            &format!("edited {shown}"),
+        )
     }
 }
 

@@ -128,9 +128,7 @@ pub struct CleanRoom {
 
 /// The protected entries of each folder's tree already looked at: (folder, tree) to them.
 #[derive(Debug, Default)]
-pub struct ProtectedMemo(
-    std::collections::HashMap<(PathBuf, Oid), std::rc::Rc<Vec<PathBuf>>>,
-);
+pub struct ProtectedMemo(std::collections::HashMap<(PathBuf, Oid), std::rc::Rc<Vec<PathBuf>>>);
 
 /// The most folders the memo of protected entries holds.
 const MAX_MEMO: usize = 200_000;
@@ -336,9 +334,7 @@ impl CleanRoom {
     fn changed_between(&self, old: Oid, new: Oid) -> Result<Vec<PathBuf>, WorkspaceError> {
         let old = self.repo.find_tree(old)?;
         let new = self.repo.find_tree(new)?;
-        let diff = self
-            .repo
-            .diff_tree_to_tree(Some(&old), Some(&new), None)?;
+        let diff = self.repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
         let mut paths = Vec::new();
         for delta in diff.deltas() {
             for file in [delta.old_file(), delta.new_file()] {
@@ -775,9 +771,7 @@ mod tests {
             assert_eq!(remembered, fresh);
         }
         let mut names = |tree| {
-            let found = room
-                .protected_paths(tree, &protection, &mut memo)
-                .unwrap();
+            let found = room.protected_paths(tree, &protection, &mut memo).unwrap();
             found
                 .iter()
                 .map(|p| p.strip_prefix(room.path()).unwrap().display().to_string())

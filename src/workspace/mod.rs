@@ -267,7 +267,8 @@ impl Workspace {
             Changed::Paths(paths) => self.committable(paths, &head_tree)?,
         };
         let mut dropped = self.stage_paths(&mut index, &paths)?;
-        let mut staged = self.check_staged(!paths.is_empty(), &mut index, &head_tree, protection)?;
+        let mut staged =
+            self.check_staged(!paths.is_empty(), &mut index, &head_tree, protection)?;
         if let (Staged::Tree(_), true) = (&staged, hooks.runs_pre_commit()) {
             if let Some(output) = hooks.pre_commit()? {
                 staged = self.roll_back(&mut index, &head_tree, "pre-commit", output)?;
