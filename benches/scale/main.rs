@@ -12,11 +12,18 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod common;
+mod tools;
 
 use common::Options;
 
+/// A section measures one operation on one repository.
+type Section = fn(&common::Repo, &Options);
+
 /// Each section: its name (for `--only`) and what it measures.
-const SECTIONS: &[(&str, fn(&common::Repo, &Options))] = &[];
+const SECTIONS: &[(&str, Section)] = &[
+    ("search", tools::search),
+    ("list_files", tools::list_files),
+];
 
 fn main() {
     let options = Options::from_args();
