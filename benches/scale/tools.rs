@@ -33,7 +33,7 @@ pub fn search(repo: &Repo, options: &Options) {
     );
 }
 
-/// Our listing of the root, beside git's list of what it tracks.
+/// Our listing of the root, beside git's list of what it tracks and ripgrep's walk.
 pub fn list_files(repo: &Repo, options: &Options) {
     let guard = guard(repo);
     let listed = list::list(&guard, ".", 0);
@@ -48,13 +48,35 @@ pub fn list_files(repo: &Repo, options: &Options) {
             .expect("git runs");
         assert!(out.status.success());
     };
+    let mut ours = || common::time(&mut || drop(list::list(&guard, ".", 0)));
     common::compare(
         "list_files . (library call)",
         options.runs,
         1.5,
-        &mut || common::time(&mut || drop(list::list(&guard, ".", 0))),
+        &mut ours,
         "git ls-files",
         &mut || common::time(&mut ls_files),
+    );
+    // git ls-files reads only the index; a walk that finds untracked files too costs this.
+    let Some(rg) = ripgrep() else {
+        println!("  list_files: the walk floor skipped, rg is not on PATH nor at /tmp/rg/bin/rg");
+        return;
+    };
+    let mut rg_files = || {
+        let out = Command::new(&rg)
+            .args(["--files", "--hidden", "--glob", "!.git"])
+            .current_dir(&repo.path)
+            .output()
+            .expect("rg runs");
+        assert!(out.status.success());
+    };
+    common::compare(
+        "list_files . (library call)",
+        options.runs,
+        1.2,
+        &mut ours,
+        "rg --files --hidden",
+        &mut || common::time(&mut rg_files),
     );
 }
 
