@@ -114,22 +114,28 @@ struct Tally {
     files: Vec<OsString>,
 }
 
+impl Tally {
+    /// Counts the file at `inside` (relative to the listed directory).
+    fn add(&mut self, inside: &Path) {
+        let mut parts = inside.iter();
+        let Some(first) = parts.next() else {
+            return;
+        };
+        if parts.next().is_none() {
+            self.files.push(first.to_os_string());
+        } else if let Some(count) = self.dirs.get_mut(first) {
+            *count += 1;
+        } else {
+            self.dirs.insert(first.to_os_string(), 1);
+        }
+    }
+}
+
 impl Listing {
     fn of(dir: &Path) -> Listing {
         let tallies = each_file(dir, Tally::default, |tally, entry| {
-            let Ok(inside) = entry.path().strip_prefix(dir) else {
-                return;
-            };
-            let mut parts = inside.iter();
-            let Some(first) = parts.next() else {
-                return;
-            };
-            if parts.next().is_none() {
-                tally.files.push(first.to_os_string());
-            } else if let Some(count) = tally.dirs.get_mut(first) {
-                *count += 1;
-            } else {
-                tally.dirs.insert(first.to_os_string(), 1);
+            if let Ok(inside) = entry.path().strip_prefix(dir) {
+                tally.add(inside);
             }
         });
         let mut dirs: HashMap<OsString, usize> = HashMap::new();
@@ -168,9 +174,9 @@ impl Listing {
         let all = self.entries.len();
         if end < all {
             out.push_str(&format!(
-                "[entries {}-{end} of {all}; for the next page call list_files with path \"{}\" and offset {end}]\n",
+                "[entries {}-{end} of {all}; for the next page call list_files with path {} and offset {end}]\n",
                 offset + 1,
-                display(rel),
+                Value::String(display(rel)),
             ));
         } else if offset > 0 {
             out.push_str(&format!(

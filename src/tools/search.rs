@@ -32,7 +32,8 @@ impl Tool for Search {
             name: "search",
             description:
                 "Search the repository's files (ignored files skipped) for a regular expression \
-                (Rust regex syntax). Results are `path:line: text`, at most 200.",
+                (Rust regex syntax). Results are `path:line: text` in path order, at most 200, \
+                with a count of the rest; binary files and files over 1 MB are skipped.",
             input_schema: json!({
                 "type": "object",
                 "properties": {
