@@ -20,10 +20,8 @@ use common::Options;
 type Section = fn(&common::Repo, &Options);
 
 /// Each section: its name (for `--only`) and what it measures.
-const SECTIONS: &[(&str, Section)] = &[
-    ("search", tools::search),
-    ("list_files", tools::list_files),
-];
+const SECTIONS: &[(&str, Section)] =
+    &[("search", tools::search), ("list_files", tools::list_files)];
 
 fn main() {
     let options = Options::from_args();
