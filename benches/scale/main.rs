@@ -16,6 +16,7 @@
 mod common;
 mod harness;
 mod process;
+mod tools;
 
 use common::Options;
 
@@ -28,6 +29,8 @@ const SECTIONS: &[(&str, Section)] = &[
     ("run_command", harness::run_command),
     ("commit", harness::commit),
     ("process wait", process::section),
+    ("search", tools::search),
+    ("list_files", tools::list_files),
 ];
 
 fn main() {

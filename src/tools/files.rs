@@ -1,41 +1,16 @@
-//! Reading tools: list_files, read_file, search. They never change anything.
+//! Reading a file (read_file), and the file helpers the other tools share.
 
 use super::{parse_input, path_label, Tool, ToolContext, ToolFatal, ToolOutcome};
-use crate::guard::{display, Guard, PathError};
+use crate::guard::{display, PathError};
 use crate::model::ToolSpec;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-const MAX_LISTED: usize = 500;
 const MAX_READ_LINES: usize = 2000;
 const MAX_READ_BYTES: usize = 100 * 1024;
-const MAX_MATCHES: usize = 200;
-const MAX_MATCH_LINE: usize = 300;
-const MAX_SEARCHED_FILE: u64 = 1024 * 1024;
 /// The largest file read or edited whole: memory stays bounded whatever a command left.
 const MAX_TEXT_FILE: u64 = 64 << 20;
-
-/// Files under `start` that git tracks or would track: .gitignore rules apply, `.git` is skipped.
-/// Paths come back relative to the guard's root, sorted.
-pub(crate) fn walk_files(guard: &Guard, start: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(start)
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file() || t.is_symlink()))
-        .filter_map(|e| {
-            e.path()
-                .strip_prefix(guard.root())
-                .ok()
-                .map(Path::to_path_buf)
-        })
-        .collect();
-    files.sort();
-    files
-}
 
 pub(super) fn refused(error: PathError) -> ToolOutcome {
     let summary = match &error {
@@ -86,67 +61,6 @@ pub(super) fn read_text(path: &Path, shown: &str) -> Result<String, ToolOutcome>
             "refused: binary",
         )
     })
-}
-
-pub struct ListFiles;
-
-#[derive(Deserialize)]
-struct ListArgs {
-    path: Option<String>,
-}
-
-impl Tool for ListFiles {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "list_files",
-            description: "List the repository's files (tracked, or untracked and not ignored) under a \
-                directory, relative to the repository root. At most 500 are listed, with a count of the rest.",
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "path": {"type": "string", "description": "Directory relative to the repository root; default: the root."}
-                }
-            }),
-        }
-    }
-
-    fn label(&self, input: &Value) -> String {
-        let path = input.get("path").and_then(Value::as_str).unwrap_or(".");
-        format!("list {path}")
-    }
-
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: ListArgs = match parse_input("list_files", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
-        let resolved = match ctx.guard.check_read(args.path.as_deref().unwrap_or(".")) {
-            Ok(r) => r,
-            Err(e) => return Ok(refused(e)),
-        };
-        if !resolved.real.exists() {
-            let shown = display(&resolved.rel);
-            return Ok(ToolOutcome::error(
-                format!("{shown} does not exist"),
-                "error: not found",
-            ));
-        }
-        let files = walk_files(ctx.guard, &resolved.real);
-        let mut text: Vec<String> = files.iter().take(MAX_LISTED).map(|p| display(p)).collect();
-        if files.len() > MAX_LISTED {
-            text.push(format!(
-                "[{} more files not listed; list a subdirectory to see them]",
-                files.len() - MAX_LISTED
-            ));
-        }
-        if files.is_empty() {
-            text.push("(no files)".to_string());
-        }
-        Ok(ToolOutcome::ok(
-            text.join("\n"),
-            format!("{} files", files.len()),
-        ))
-    }
 }
 
 pub struct ReadFile;
@@ -256,90 +170,6 @@ fn number_lines(shown: &str, text: &str, start: Option<usize>, end: Option<usize
         ));
     }
     ToolOutcome::ok(out, format!("lines {start}-{last} of {total}"))
-}
-
-pub struct Search;
-
-#[derive(Deserialize)]
-struct SearchArgs {
-    pattern: String,
-    path: Option<String>,
-}
-
-impl Tool for Search {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "search",
-            description:
-                "Search the repository's files (ignored files skipped) for a regular expression \
-                (Rust regex syntax). Results are `path:line: text`, at most 200.",
-            input_schema: json!({
-                "type": "object",
-                "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression to look for, line by line."},
-                    "path": {"type": "string", "description": "File or directory to search in; default: the whole repository."}
-                },
-                "required": ["pattern"]
-            }),
-        }
-    }
-
-    fn label(&self, input: &Value) -> String {
-        let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
-        format!("search '{pattern}'")
-    }
-
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: SearchArgs = match parse_input("search", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
-        let regex = match regex::Regex::new(&args.pattern) {
-            Ok(r) => r,
-            Err(e) => {
-                return Ok(ToolOutcome::error(
-                    format!("invalid regular expression: {e}"),
-                    "error: bad pattern",
-                ))
-            }
-        };
-        let resolved = match ctx.guard.check_read(args.path.as_deref().unwrap_or(".")) {
-            Ok(r) => r,
-            Err(e) => return Ok(refused(e)),
-        };
-        let mut matches = Vec::new();
-        let mut more = 0usize;
-        for rel in walk_files(ctx.guard, &resolved.real) {
-            let full = ctx.guard.root().join(&rel);
-            if std::fs::metadata(&full).map_or(true, |m| m.len() > MAX_SEARCHED_FILE) {
-                continue;
-            }
-            let Ok(text) = read_text(&full, "") else {
-                continue;
-            };
-            for (i, line) in text.lines().enumerate() {
-                if !regex.is_match(line) {
-                    continue;
-                }
-                if matches.len() >= MAX_MATCHES {
-                    more += 1;
-                    continue;
-                }
-                let line: String = line.chars().take(MAX_MATCH_LINE).collect();
-                matches.push(format!("{}:{}: {line}", display(&rel), i + 1));
-            }
-        }
-        let summary = format!("{} matches", matches.len() + more);
-        if matches.is_empty() {
-            return Ok(ToolOutcome::ok("no matches", summary));
-        }
-        if more > 0 {
-            matches.push(format!(
-                "[{more} more matches not shown; narrow the pattern or the path]"
-            ));
-        }
-        Ok(ToolOutcome::ok(matches.join("\n"), summary))
-    }
 }
 
 #[cfg(test)]

@@ -5,8 +5,11 @@ mod ask;
 mod edit;
 mod files;
 mod hooks;
+pub mod list;
+pub mod search;
 mod shell;
 mod tests;
+mod walk;
 
 use crate::guard::Guard;
 use crate::model::ToolSpec;
@@ -114,9 +117,9 @@ pub struct Registry {
 impl Registry {
     pub fn builtin() -> Self {
         Self::new(vec![
-            Box::new(files::ListFiles),
+            Box::new(list::ListFiles),
             Box::new(files::ReadFile),
-            Box::new(files::Search),
+            Box::new(search::Search),
             Box::new(edit::WriteFile),
             Box::new(edit::EditFile),
             Box::new(edit::DeleteFile),
