@@ -15,6 +15,7 @@
 #[allow(dead_code)]
 mod common;
 mod harness;
+mod memory;
 mod process;
 mod tools;
 
@@ -31,6 +32,7 @@ const SECTIONS: &[(&str, Section)] = &[
     ("process wait", process::section),
     ("search", tools::search),
     ("list_files", tools::list_files),
+    ("memory", memory::section),
 ];
 
 fn main() {

@@ -306,6 +306,7 @@ impl<'a> TreeTester<'a> {
             interrupted: raw.interrupted,
         };
         dirs.remove()?;
+        room.undo_in_background();
         Ok(TestResult::read(self.setup.plan, &output, ended, cases))
     }
 

@@ -124,6 +124,107 @@ pub struct CleanRoom {
     cache_written: bool,
     /// The tree's entries as the last reset left them.
     snapshot: Option<Snapshot>,
+    /// The last test run's leftovers being undone in the background, from the snapshot.
+    undoing: Option<std::thread::JoinHandle<Result<(Snapshot, Undone), WorkspaceError>>>,
+    /// What that undo did, for the next reset.
+    undone: Option<Undone>,
+}
+
+/// Walks the clean room's tree: what undoing a test run and taking a snapshot share, and all a
+/// thread of its own needs for them.
+struct TreeWalk {
+    tree: PathBuf,
+    /// What the setup command made: not walked.
+    skip: BTreeSet<PathBuf>,
+}
+
+impl TreeWalk {
+    /// Everything in the tree as the last reset left it: inode, change time, mode and
+    /// modification time of each entry. Any write, chmod, touch, link or extended attribute a
+    /// test run makes moves an entry's change time, which no test run can set back.
+    fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
+        let mut snapshot = Snapshot::new();
+        self.walk(&mut |rel, _, meta| {
+            snapshot.insert(rel.to_path_buf(), Stamp::of(meta));
+            Ok(Walk::On)
+        })?;
+        Ok(snapshot)
+    }
+
+    /// Visits every entry of the tree but what the setup command made, a folder before what
+    /// it holds, links not followed; `visit` (given the relative and the full path and the
+    /// entry's stat data) may skip a directory it just removed.
+    fn walk(&self, visit: &mut Visit) -> Result<(), WorkspaceError> {
+        let meta = std::fs::symlink_metadata(&self.tree)
+            .map_err(|e| WorkspaceError::io("inspect", &self.tree, e))?;
+        if visit(Path::new(""), &self.tree, &meta)? == Walk::On {
+            self.walk_in(Path::new(""), visit)?;
+        }
+        Ok(())
+    }
+
+    /// The walk below the folder `rel`. Each entry's stat data is read relative to its open
+    /// folder, not by its full path: on a large tree, looking up every path from the root
+    /// again costs more than the stat itself.
+    fn walk_in(&self, rel: &Path, visit: &mut Visit) -> Result<(), WorkspaceError> {
+        let dir = self.tree.join(rel);
+        let read = |e| WorkspaceError::io("read", &dir, e);
+        for entry in std::fs::read_dir(&dir).map_err(read)? {
+            let entry = entry.map_err(read)?;
+            let child = rel.join(entry.file_name());
+            if self.skip.contains(&child) {
+                continue;
+            }
+            let full = entry.path();
+            let meta = entry
+                .metadata()
+                .map_err(|e| WorkspaceError::io("inspect", &full, e))?;
+            if visit(&child, &full, &meta)? == Walk::On && meta.is_dir() {
+                self.walk_in(&child, visit)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes whatever a test run added or changed since `snapshot` (a directory whose
+    /// content changed gets its mode, times and extended attributes back, and its entries are
+    /// judged one by one), and says what it did.
+    fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<Undone, WorkspaceError> {
+        let mut undone = Undone::default();
+        let mut seen = 0usize;
+        self.walk(&mut |rel, full, meta| {
+            let now = Stamp::of(meta);
+            match snapshot.get(rel) {
+                Some(was) if *was == now => seen += 1,
+                Some(was) if meta.is_dir() && was.is_dir() => {
+                    seen += 1;
+                    // What cannot be put back goes whole; the checkout writes it anew.
+                    if restore_dir(full, was).is_err() {
+                        remove_entry(full)?;
+                        undone.lost_known_entries = true;
+                        return Ok(Walk::SkipDir);
+                    }
+                    undone.restored.push(rel.to_path_buf());
+                }
+                known => {
+                    if known.is_some_and(Stamp::is_dir) {
+                        // What the snapshot knew beneath it is gone too.
+                        undone.lost_known_entries = true;
+                    }
+                    if known.is_some() {
+                        seen += 1;
+                        undone.removed.push(rel.to_path_buf());
+                    }
+                    remove_entry(full)?;
+                    return Ok(Walk::SkipDir);
+                }
+            }
+            Ok(Walk::On)
+        })?;
+        // An entry of the snapshot the walk did not meet was removed by the test run.
+        undone.lost_known_entries |= seen < snapshot.len();
+        Ok(undone)
+    }
 }
 
 /// The protected entries of each folder's tree already looked at: (folder, tree) to them.
@@ -192,6 +293,7 @@ impl RunDirs {
 impl Drop for CleanRoom {
     /// What the tests left unreadable goes too (the temp dir's own removal would stop there).
     fn drop(&mut self) {
+        let _ = self.settle();
         let _ = crate::leftovers::remove_forcibly(self.dir.path());
     }
 }
@@ -252,6 +354,8 @@ impl CleanRoom {
             runs: 0,
             cache_written: false,
             snapshot: None,
+            undoing: None,
+            undone: None,
         })
     }
 
@@ -274,11 +378,15 @@ impl CleanRoom {
     /// but what the setup command made. Anything a test run planted is removed before any file
     /// is written, so no write follows a link it left.
     pub fn reset_to(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
+        self.settle()?;
         let (Some(mut snapshot), Some(current)) = (self.snapshot.take(), self.current) else {
             self.sweep_untracked()?;
             return self.check_out_whole(tree);
         };
-        let undone = self.undo_changes_since(&snapshot)?;
+        let undone = match self.undone.take() {
+            Some(undone) => undone,
+            None => self.tree_walk().undo_changes_since(&snapshot)?,
+        };
         if undone.lost_known_entries {
             // Something the snapshot knew is gone and cannot be named cheaply: start over.
             return self.check_out_whole(tree);
@@ -314,6 +422,42 @@ impl CleanRoom {
         Ok(())
     }
 
+    /// Starts undoing what the last test run left, in a thread of its own: the next reset
+    /// then finds it done, as the model usually takes longer to answer than this takes.
+    pub fn undo_in_background(&mut self) {
+        if self.undoing.is_some() || self.undone.is_some() {
+            return;
+        }
+        let Some(snapshot) = self.snapshot.take() else {
+            return;
+        };
+        let walk = self.tree_walk();
+        self.undoing = Some(std::thread::spawn(move || {
+            let undone = walk.undo_changes_since(&snapshot)?;
+            Ok((snapshot, undone))
+        }));
+    }
+
+    /// Waits for an undo in the background to end; nothing else may touch the tree till then.
+    fn settle(&mut self) -> Result<(), WorkspaceError> {
+        let Some(undoing) = self.undoing.take() else {
+            return Ok(());
+        };
+        let (snapshot, undone) = undoing.join().map_err(|_| {
+            WorkspaceError::Unsafe("the clean room's clean-up stopped midway".to_string())
+        })??;
+        self.snapshot = Some(snapshot);
+        self.undone = Some(undone);
+        Ok(())
+    }
+
+    fn tree_walk(&self) -> TreeWalk {
+        TreeWalk {
+            tree: self.tree.clone(),
+            skip: self.setup_outputs.clone(),
+        }
+    }
+
     /// Writes every file of `tree` that differs from what the room holds, and notes it all.
     fn check_out_whole(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
         let target = self.repo.find_tree(tree)?;
@@ -326,7 +470,7 @@ impl CleanRoom {
             .checkout_tree(target.as_object(), Some(&mut checkout))?;
         drop(target);
         self.record_checkout(tree)?;
-        self.snapshot = Some(self.take_snapshot()?);
+        self.snapshot = Some(self.tree_walk().take_snapshot()?);
         Ok(())
     }
 
@@ -360,93 +504,6 @@ impl CleanRoom {
         self.repo.set_head_detached(commit)?;
         self.current = Some(tree);
         Ok(())
-    }
-
-    /// Everything in the tree as the last reset left it: inode, change time, mode and
-    /// modification time of each entry. Any write, chmod, touch, link or extended attribute a
-    /// test run makes moves an entry's change time, which no test run can set back.
-    fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
-        let mut snapshot = Snapshot::new();
-        self.walk(&mut |rel, _, meta| {
-            snapshot.insert(rel.to_path_buf(), Stamp::of(meta));
-            Ok(Walk::On)
-        })?;
-        Ok(snapshot)
-    }
-
-    /// Visits every entry of the tree but what the setup command made, a folder before what
-    /// it holds, links not followed; `visit` (given the relative and the full path and the
-    /// entry's stat data) may skip a directory it just removed.
-    fn walk(&self, visit: &mut Visit) -> Result<(), WorkspaceError> {
-        let meta = std::fs::symlink_metadata(&self.tree)
-            .map_err(|e| WorkspaceError::io("inspect", &self.tree, e))?;
-        if visit(Path::new(""), &self.tree, &meta)? == Walk::On {
-            self.walk_in(Path::new(""), visit)?;
-        }
-        Ok(())
-    }
-
-    /// The walk below the folder `rel`. Each entry's stat data is read relative to its open
-    /// folder, not by its full path: on a large tree, looking up every path from the root
-    /// again costs more than the stat itself.
-    fn walk_in(&self, rel: &Path, visit: &mut Visit) -> Result<(), WorkspaceError> {
-        let dir = self.tree.join(rel);
-        let read = |e| WorkspaceError::io("read", &dir, e);
-        for entry in std::fs::read_dir(&dir).map_err(read)? {
-            let entry = entry.map_err(read)?;
-            let child = rel.join(entry.file_name());
-            if self.setup_outputs.contains(&child) {
-                continue;
-            }
-            let full = entry.path();
-            let meta = entry
-                .metadata()
-                .map_err(|e| WorkspaceError::io("inspect", &full, e))?;
-            if visit(&child, &full, &meta)? == Walk::On && meta.is_dir() {
-                self.walk_in(&child, visit)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Removes whatever a test run added or changed since `snapshot` (a directory whose
-    /// content changed gets its mode, times and extended attributes back, and its entries are
-    /// judged one by one), and says what it did.
-    fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<Undone, WorkspaceError> {
-        let mut undone = Undone::default();
-        let mut seen = 0usize;
-        self.walk(&mut |rel, full, meta| {
-            let now = Stamp::of(meta);
-            match snapshot.get(rel) {
-                Some(was) if *was == now => seen += 1,
-                Some(was) if meta.is_dir() && was.is_dir() => {
-                    seen += 1;
-                    // What cannot be put back goes whole; the checkout writes it anew.
-                    if restore_dir(full, was).is_err() {
-                        remove_entry(full)?;
-                        undone.lost_known_entries = true;
-                        return Ok(Walk::SkipDir);
-                    }
-                    undone.restored.push(rel.to_path_buf());
-                }
-                known => {
-                    if known.is_some_and(Stamp::is_dir) {
-                        // What the snapshot knew beneath it is gone too.
-                        undone.lost_known_entries = true;
-                    }
-                    if known.is_some() {
-                        seen += 1;
-                        undone.removed.push(rel.to_path_buf());
-                    }
-                    remove_entry(full)?;
-                    return Ok(Walk::SkipDir);
-                }
-            }
-            Ok(Walk::On)
-        })?;
-        // An entry of the snapshot the walk did not meet was removed by the test run.
-        undone.lost_known_entries |= seen < snapshot.len();
-        Ok(undone)
     }
 
     /// Before the first snapshot: removes what git does not track (and the setup command did
@@ -591,7 +648,8 @@ impl CleanRoom {
 
     /// Whether the setup command must run (again) before testing `tree`: it never ran, the
     /// files it depends on changed, or what it made was changed since.
-    pub fn needs_setup(&self, tree: Oid) -> Result<bool, WorkspaceError> {
+    pub fn needs_setup(&mut self, tree: Oid) -> Result<bool, WorkspaceError> {
+        self.settle()?;
         let Some((inputs, outputs)) = self.setup_state else {
             return Ok(true);
         };
@@ -600,6 +658,7 @@ impl CleanRoom {
 
     /// Removes whatever an earlier setup made, so that it runs from scratch.
     pub fn clear_setup(&mut self) -> Result<(), WorkspaceError> {
+        self.settle()?;
         for rel in std::mem::take(&mut self.setup_outputs) {
             remove_entry(&self.tree.join(rel))?;
         }
@@ -610,6 +669,7 @@ impl CleanRoom {
 
     /// Notes what a setup command that just succeeded made, to keep it across resets.
     pub fn record_setup(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
+        self.settle()?;
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .include_ignored(true)
@@ -741,7 +801,7 @@ mod tests {
         assert_eq!(found, expected);
         assert_eq!(
             room.snapshot.as_ref().unwrap(),
-            &room.take_snapshot().unwrap(),
+            &room.tree_walk().take_snapshot().unwrap(),
             "the snapshot kept up to date equals a new one"
         );
     }
@@ -814,6 +874,8 @@ mod tests {
         std::fs::create_dir_all(room.path().join("pkg/__pycache__")).unwrap();
         std::fs::write(room.path().join("pkg/__pycache__/a.pyc"), "x").unwrap();
         let third = commit_files(&repo, &[("data/more.txt", "more\n")], &[]);
+        // Undone while the model thinks, then written.
+        room.undo_in_background();
         room.reset_to(third).unwrap();
         holds_exactly(&room, &repo, third);
 

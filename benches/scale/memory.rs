@@ -1,0 +1,81 @@
+//! Peak memory of a whole run (set-up, a test run before any change, one edit and its commit,
+//! the test run that ends it, the report) beside `git worktree add` of the same repository.
+
+use crate::common::{git_command, Options, Repo};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+
+/// The peak resident memory, in KiB, of `command` (and what it waited for), run to its end.
+fn peak_kib(mut command: Command) -> i64 {
+    let child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let pid = i32::try_from(child.id()).expect("pid");
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 writes only into `status` and `usage`, which outlive the call.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    let status = std::process::ExitStatus::from_raw(status);
+    assert!(status.code().is_some(), "killed: {status:?}");
+    usage.ru_maxrss
+}
+
+pub fn section(repo: &Repo, options: &Options) {
+    let home = tempfile::tempdir().expect("home");
+    let script = home.path().join("script.json");
+    std::fs::write(
+        &script,
+        r##"[
+  {"stop_reason": "tool_use", "content": [
+    {"type": "tool_use", "id": "t1", "name": "edit_file",
+     "input": {"path": "calc.py", "old_text": "return a + b", "new_text": "return b + a"}}]},
+  {"stop_reason": "end_turn", "content": [{"type": "text", "text": "Done."}]}
+]"##,
+    )
+    .expect("script");
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    let runs = options.runs.clamp(1, 3);
+    for n in 0..runs {
+        let mut fix = Command::new(env!("CARGO_BIN_EXE_agent-git"));
+        fix.args(["fix", "swap the operands", "--repo"])
+            .arg(&repo.path)
+            .arg("--model")
+            .arg(format!("script:{}", script.display()))
+            .args(["--test-cmd", "python3 -m unittest -q test_calc"])
+            .args(["--branch", &format!("bench/memory-{n}"), "--json"])
+            .env("HOME", home.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        ours.push(peak_kib(fix));
+        let tree = home.path().join(format!("floor-{n}"));
+        let spec = tree.display().to_string();
+        theirs.push(peak_kib(git_command(
+            &repo.path,
+            &["worktree", "add", "-q", "--detach", &spec, "main"],
+        )));
+        let removed = git_command(&repo.path, &["worktree", "remove", "--force", &spec])
+            .status()
+            .expect("git");
+        assert!(removed.success());
+    }
+    let (ours, theirs) = (median(ours), median(theirs));
+    let ratio = ours as f64 / theirs.max(1) as f64;
+    let verdict = if ratio <= 1.5 { "ok" } else { "OVER" };
+    println!(
+        "  {:<40} {:>8.1} MiB            {:<34} {:>8.1} MiB            {ratio:>5.2}x (target 1.5x) {verdict}",
+        "peak memory of a whole run",
+        ours as f64 / 1024.0,
+        "git worktree add",
+        theirs as f64 / 1024.0,
+    );
+}
+
+fn median(mut values: Vec<i64>) -> i64 {
+    values.sort();
+    values[values.len() / 2]
+}
