@@ -513,6 +513,24 @@ mod tests {
     }
 
     #[test]
+    fn a_submodule_is_one_entry_and_its_checkout_is_read_from_disk() {
+        let repo = Fixture::new(&names(&["a.py"]), "");
+        let head = repo.repo.head().unwrap().peel_to_commit().unwrap();
+        let mut root = repo.repo.treebuilder(Some(&head.tree().unwrap())).unwrap();
+        root.insert("vendor", head.id(), 0o160000).unwrap();
+        let tree = repo.repo.find_tree(root.write().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@example.com").unwrap();
+        repo.repo
+            .commit(Some("HEAD"), &sig, &sig, "sub", &tree, &[&head])
+            .unwrap();
+        std::fs::create_dir(repo.root().join("vendor")).unwrap();
+        let out = repo.list(".", 0);
+        assert_eq!(out.content, ".gitignore\na.py\nvendor\n");
+        assert_eq!(out.summary, "3 files");
+        assert_eq!(repo.list("vendor", 0).content, "(no files)");
+    }
+
+    #[test]
     fn a_large_directory_pages_with_an_offset_and_the_last_page_says_so() {
         let files: Vec<String> = (0..1203).map(|i| format!("pkg/m{i:04}.py")).collect();
         let repo = Fixture::new(&files, "");
