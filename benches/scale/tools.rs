@@ -33,10 +33,13 @@ pub fn search(repo: &Repo, options: &Options) {
     );
 }
 
-/// Our listing of the root, beside git's list of what it tracks and ripgrep's walk.
+/// Our listing of the root (the first call of a run, and a later one that remembers the
+/// counts), beside git's list of what it tracks and ripgrep's walk.
 pub fn list_files(repo: &Repo, options: &Options) {
     let guard = guard(repo);
-    let listed = list::list(&guard, ".", 0);
+    let git = git2::Repository::open(&repo.path).expect("open");
+    let counts = list::FileCounts::default();
+    let listed = list::list(&guard, &git, &counts, ".", 0).expect("list");
     let expected = format!(
         "data/ ({} files)\n.gitignore\ncalc.py\ntest_calc.py\n",
         repo.files
@@ -48,7 +51,10 @@ pub fn list_files(repo: &Repo, options: &Options) {
             .expect("git runs");
         assert!(out.status.success());
     };
-    let mut ours = || common::time(&mut || drop(list::list(&guard, ".", 0)));
+    let mut ours = || {
+        let fresh = list::FileCounts::default();
+        common::time(&mut || drop(list::list(&guard, &git, &fresh, ".", 0)))
+    };
     common::compare(
         "list_files . (library call)",
         options.runs,
@@ -57,7 +63,16 @@ pub fn list_files(repo: &Repo, options: &Options) {
         "git ls-files",
         &mut || common::time(&mut ls_files),
     );
-    // git ls-files reads only the index; a walk that finds untracked files too costs this.
+    let mut again = || common::time(&mut || drop(list::list(&guard, &git, &counts, ".", 0)));
+    common::compare(
+        "list_files . again (counts known)",
+        options.runs,
+        1.5,
+        &mut again,
+        "git ls-files",
+        &mut || common::time(&mut ls_files),
+    );
+    // What a walk of the work tree costs, as list_files did before it read HEAD's tree.
     let Some(rg) = ripgrep() else {
         println!("  list_files: the walk floor skipped, rg is not on PATH nor at /tmp/rg/bin/rg");
         return;

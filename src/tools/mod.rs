@@ -117,7 +117,7 @@ pub struct Registry {
 impl Registry {
     pub fn builtin() -> Self {
         Self::new(vec![
-            Box::new(list::ListFiles),
+            Box::new(list::ListFiles::default()),
             Box::new(files::ReadFile),
             Box::new(search::Search),
             Box::new(edit::WriteFile),

@@ -217,6 +217,12 @@ impl Workspace {
         self.common_dir.join("objects")
     }
 
+    /// The run's repository, for tools that read its objects; changes still go through the
+    /// workspace's own methods.
+    pub fn repo(&self) -> &Repository {
+        &self.repo
+    }
+
     pub fn head(&self) -> Result<Oid, WorkspaceError> {
         Ok(self.repo.head()?.peel_to_commit()?.id())
     }
