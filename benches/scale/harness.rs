@@ -6,7 +6,7 @@ use agent_git::guard::Protection;
 use agent_git::sandbox::{Limits, Mode, Sandbox};
 use agent_git::testrun::TestPlan;
 use agent_git::verify::{Unreadable, Verifier};
-use agent_git::workspace::{NoHooks, Workspace};
+use agent_git::workspace::{Changed, NoHooks, Workspace};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -48,9 +48,17 @@ impl Run {
         std::fs::write(self.workspace.path().join("calc.py"), text).expect("edit");
     }
 
+    /// Commits the edit as `edit_file` does: only the path it wrote is looked at.
     fn commit(&self) {
+        let paths = [std::path::PathBuf::from("calc.py")];
         self.workspace
-            .commit_changes("edit", "", &self.protection, &NoHooks)
+            .commit(
+                Changed::Paths(&paths),
+                "edit",
+                "",
+                &self.protection,
+                &NoHooks,
+            )
             .expect("commit");
     }
 
