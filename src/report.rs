@@ -281,6 +281,7 @@ impl Report<'_> {
                 }),
                 "vanished": self.tests.vanished,
                 "exit_code_only": self.tests.exit_code_only,
+                "cached": self.tests.cached,
             },
             "commits": commits,
             "report_commit": report_commit,
@@ -448,7 +449,8 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                     "failing": ["test_calc.py::test_add"],
                     "passing": null,
                     "vanished": ["test_calc.py::test_sub"],
-                    "exit_code_only": false
+                    "exit_code_only": false,
+                    "cached": false
                 },
                 "commits": ["c1"],
                 "report_commit": "r1",

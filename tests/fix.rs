@@ -263,7 +263,8 @@ fn json_output_has_the_documented_shape() {
             "failing": [],
             "passing": ["test_calc.py::test_add", "test_calc.py::test_multiply"],
             "vanished": [],
-            "exit_code_only": false
+            "exit_code_only": false,
+            "cached": false
         })
     );
     assert_eq!(v["commits"], json!([edit.trim()]));

@@ -21,3 +21,4 @@ mod scale_tools;
 mod setup;
 mod start;
 mod streaming;
+mod tree_cache;
