@@ -263,7 +263,11 @@ fn restamp<'p>(
                 Ok(meta) => {
                     snapshot.insert(rel.to_path_buf(), Stamp::of(&meta));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Gone, or a file now stands where its folder was.
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::NotFound
+                        || e.raw_os_error() == Some(libc::ENOTDIR) =>
+                {
                     snapshot.remove(rel);
                 }
                 Err(e) => return Err(WorkspaceError::io("inspect", &full, e)),
@@ -763,15 +767,16 @@ mod tests {
     fn commit_files(repo: &Repository, files: &[(&str, &str)], gone: &[&str]) -> Oid {
         let dir = repo.workdir().unwrap();
         let mut index = repo.index().unwrap();
+        for path in gone {
+            std::fs::remove_file(dir.join(path)).unwrap();
+            let _ = std::fs::remove_dir(dir.join(path).parent().unwrap());
+            index.remove_path(Path::new(path)).unwrap();
+        }
         for (path, text) in files {
             let full = dir.join(path);
             std::fs::create_dir_all(full.parent().unwrap()).unwrap();
             std::fs::write(&full, text).unwrap();
             index.add_path(Path::new(path)).unwrap();
-        }
-        for path in gone {
-            std::fs::remove_file(dir.join(path)).unwrap();
-            index.remove_path(Path::new(path)).unwrap();
         }
         index.write().unwrap();
         index.write_tree().unwrap()
@@ -792,10 +797,15 @@ mod tests {
             git2::TreeWalkResult::Ok
         })
         .unwrap();
+        // Folders too: an empty one a fresh checkout would not have is a difference.
+        let folders: Vec<PathBuf> = expected
+            .iter()
+            .flat_map(|p| p.ancestors().skip(1).map(Path::to_path_buf))
+            .collect();
+        expected.extend(folders);
         let found: BTreeSet<PathBuf> = walkdir::WalkDir::new(room.path())
             .into_iter()
             .map(Result::unwrap)
-            .filter(|e| !e.file_type().is_dir())
             .map(|e| e.path().strip_prefix(room.path()).unwrap().to_path_buf())
             .collect();
         assert_eq!(found, expected);
@@ -884,6 +894,26 @@ mod tests {
         std::fs::remove_dir_all(room.path().join("new")).unwrap();
         room.reset_to(third).unwrap();
         holds_exactly(&room, &repo, third);
+
+        // A file becomes a folder, then a folder a file again, while test runs chmod a
+        // folder shut and swap a tracked folder for a link.
+        let fourth = commit_files(&repo, &[("calc.py/inner.py", "i = 1\n")], &["calc.py"]);
+        room.undo_in_background();
+        room.reset_to(fourth).unwrap();
+        holds_exactly(&room, &repo, fourth);
+        std::fs::set_permissions(
+            room.path().join("calc.py"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o000),
+        )
+        .unwrap();
+        let fifth = commit_files(&repo, &[("calc.py", "x = 5\n")], &["calc.py/inner.py"]);
+        room.reset_to(fifth).unwrap();
+        holds_exactly(&room, &repo, fifth);
+        std::fs::remove_dir_all(room.path().join("data")).unwrap();
+        symlink("/", room.path().join("data")).unwrap();
+        room.undo_in_background();
+        room.reset_to(fifth).unwrap();
+        holds_exactly(&room, &repo, fifth);
 
         // And back to the first tree.
         room.reset_to(first).unwrap();
