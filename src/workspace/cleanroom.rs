@@ -37,8 +37,10 @@ const SETUP_INPUTS: &[&str] = &[
 
 type Snapshot = std::collections::HashMap<PathBuf, Stamp>;
 
-/// What a walk of the tree calls for each entry: its relative and full path, its stat data.
-type Visit<'v> = dyn FnMut(&Path, &Path, &std::fs::Metadata) -> Result<Walk, WorkspaceError> + 'v;
+/// What a walk of the tree calls for each entry: its relative and full path, its stat data,
+/// and the part of the walk's result that the thread which met it keeps.
+type Visit<'v, T> =
+    dyn Fn(&Path, &Path, &std::fs::Metadata, &mut T) -> Result<Walk, WorkspaceError> + Sync + 'v;
 
 /// Whether a walk goes into the directory it just visited.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,32 +145,105 @@ impl TreeWalk {
     /// modification time of each entry. Any write, chmod, touch, link or extended attribute a
     /// test run makes moves an entry's change time, which no test run can set back.
     fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
-        let mut snapshot = Snapshot::new();
-        self.walk(&mut |rel, _, meta| {
-            snapshot.insert(rel.to_path_buf(), Stamp::of(meta));
+        let parts = self.walk(&|rel, _, meta, part: &mut Snapshot| {
+            part.insert(rel.to_path_buf(), Stamp::of(meta));
             Ok(Walk::On)
         })?;
+        let mut snapshot = Snapshot::with_capacity(parts.iter().map(Snapshot::len).sum());
+        parts.into_iter().for_each(|part| snapshot.extend(part));
         Ok(snapshot)
     }
 
     /// Visits every entry of the tree but what the setup command made, a folder before what
-    /// it holds, links not followed; `visit` (given the relative and the full path and the
-    /// entry's stat data) may skip a directory it just removed.
-    fn walk(&self, visit: &mut Visit) -> Result<(), WorkspaceError> {
+    /// it holds, links not followed; `visit` (given the relative and the full path, the
+    /// entry's stat data and the part of the result its thread keeps) may skip a directory it
+    /// just removed. Folders are read by several threads at once: on a large tree the stat
+    /// calls are most of the cost, and they wait on the kernel, not on each other.
+    fn walk<T: Default + Send>(&self, visit: &Visit<'_, T>) -> Result<Vec<T>, WorkspaceError> {
         let meta = std::fs::symlink_metadata(&self.tree)
             .map_err(|e| WorkspaceError::io("inspect", &self.tree, e))?;
-        if visit(Path::new(""), &self.tree, &meta)? == Walk::On {
-            self.walk_in(Path::new(""), visit)?;
+        let mut first = T::default();
+        if visit(Path::new(""), &self.tree, &meta, &mut first)? != Walk::On {
+            return Ok(vec![first]);
         }
-        Ok(())
+        let queue = Queue {
+            state: std::sync::Mutex::new(QueueState {
+                folders: vec![PathBuf::new()],
+                reading: 0,
+                failed: None,
+            }),
+            ready: std::sync::Condvar::new(),
+        };
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        let parts: Vec<std::thread::Result<T>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..workers)
+                .map(|_| scope.spawn(|| self.work(&queue, visit)))
+                .collect();
+            threads.into_iter().map(|t| t.join()).collect()
+        });
+        if let Some(e) = queue.lock().failed.take() {
+            return Err(e);
+        }
+        let mut all = vec![first];
+        for part in parts {
+            // A thread that stopped midway left folders unread: nothing may be assumed of them.
+            all.push(part.map_err(|_| {
+                WorkspaceError::Unsafe("the walk of the clean room stopped midway".to_string())
+            })?);
+        }
+        Ok(all)
     }
 
-    /// The walk below the folder `rel`. Each entry's stat data is read relative to its open
-    /// folder, not by its full path: on a large tree, looking up every path from the root
-    /// again costs more than the stat itself.
-    fn walk_in(&self, rel: &Path, visit: &mut Visit) -> Result<(), WorkspaceError> {
+    /// One thread of a walk: reads folders from the queue until none is left and none is
+    /// being read (which could add more), or another thread failed.
+    fn work<T: Default>(&self, queue: &Queue, visit: &Visit<'_, T>) -> T {
+        let mut part = T::default();
+        loop {
+            let folder = {
+                let mut state = queue.lock();
+                loop {
+                    if state.failed.is_some() {
+                        return part;
+                    }
+                    if let Some(folder) = state.folders.pop() {
+                        state.reading += 1;
+                        break folder;
+                    }
+                    if state.reading == 0 {
+                        queue.ready.notify_all();
+                        return part;
+                    }
+                    state = queue
+                        .ready
+                        .wait(state)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+            };
+            let found = self.read_folder(&folder, visit, &mut part);
+            let mut state = queue.lock();
+            state.reading -= 1;
+            match found {
+                Ok(folders) => state.folders.extend(folders),
+                Err(e) => {
+                    state.failed.get_or_insert(e);
+                }
+            }
+            queue.ready.notify_all();
+        }
+    }
+
+    /// Visits the entries of the folder `rel` and returns its folders to walk next. Each
+    /// entry's stat data is read relative to its open folder, not by its full path: on a
+    /// large tree, looking up every path from the root again costs more than the stat itself.
+    fn read_folder<T>(
+        &self,
+        rel: &Path,
+        visit: &Visit<'_, T>,
+        part: &mut T,
+    ) -> Result<Vec<PathBuf>, WorkspaceError> {
         let dir = self.tree.join(rel);
         let read = |e| WorkspaceError::io("read", &dir, e);
+        let mut folders = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(read)? {
             let entry = entry.map_err(read)?;
             let child = rel.join(entry.file_name());
@@ -179,25 +254,23 @@ impl TreeWalk {
             let meta = entry
                 .metadata()
                 .map_err(|e| WorkspaceError::io("inspect", &full, e))?;
-            if visit(&child, &full, &meta)? == Walk::On && meta.is_dir() {
-                self.walk_in(&child, visit)?;
+            if visit(&child, &full, &meta, part)? == Walk::On && meta.is_dir() {
+                folders.push(child);
             }
         }
-        Ok(())
+        Ok(folders)
     }
 
     /// Removes whatever a test run added or changed since `snapshot` (a directory whose
     /// content changed gets its mode, times and extended attributes back, and its entries are
     /// judged one by one), and says what it did.
     fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<Undone, WorkspaceError> {
-        let mut undone = Undone::default();
-        let mut seen = 0usize;
-        self.walk(&mut |rel, full, meta| {
+        let parts = self.walk(&|rel, full, meta, (undone, seen): &mut (Undone, usize)| {
             let now = Stamp::of(meta);
             match snapshot.get(rel) {
-                Some(was) if *was == now => seen += 1,
+                Some(was) if *was == now => *seen += 1,
                 Some(was) if meta.is_dir() && was.is_dir() => {
-                    seen += 1;
+                    *seen += 1;
                     // What cannot be put back goes whole; the checkout writes it anew.
                     if restore_dir(full, was).is_err() {
                         remove_entry(full)?;
@@ -212,7 +285,7 @@ impl TreeWalk {
                         undone.lost_known_entries = true;
                     }
                     if known.is_some() {
-                        seen += 1;
+                        *seen += 1;
                         undone.removed.push(rel.to_path_buf());
                     }
                     remove_entry(full)?;
@@ -221,9 +294,38 @@ impl TreeWalk {
             }
             Ok(Walk::On)
         })?;
+        let mut undone = Undone::default();
+        let mut seen = 0;
+        for (part, part_seen) in parts {
+            undone.removed.extend(part.removed);
+            undone.restored.extend(part.restored);
+            undone.lost_known_entries |= part.lost_known_entries;
+            seen += part_seen;
+        }
         // An entry of the snapshot the walk did not meet was removed by the test run.
         undone.lost_known_entries |= seen < snapshot.len();
         Ok(undone)
+    }
+}
+
+/// The folders a walk has still to read, shared by its threads.
+struct Queue {
+    state: std::sync::Mutex<QueueState>,
+    ready: std::sync::Condvar,
+}
+
+struct QueueState {
+    folders: Vec<PathBuf>,
+    /// Threads reading a folder now: each may add more.
+    reading: usize,
+    failed: Option<WorkspaceError>,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
