@@ -652,6 +652,12 @@ impl Sandbox {
         describe(self.layers.as_ref(), &self.allow_write)
     }
 
+    /// Whether the model's commands run confined (the sandbox is on, and holds here): only
+    /// then can nothing they do reach the clean room.
+    pub fn confines(&self) -> bool {
+        self.mode == Mode::On && self.layers.as_ref().is_some_and(Layers::confines)
+    }
+
     /// Why the model's commands may not run here, if they may not.
     pub fn refusal(&self) -> Option<String> {
         refusal(self.mode, self.layers.as_ref())

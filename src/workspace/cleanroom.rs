@@ -273,7 +273,7 @@ impl TreeWalk {
                     *seen += 1;
                     // What cannot be put back goes whole; the checkout writes it anew.
                     if restore_dir(full, was).is_err() {
-                        remove_entry(full)?;
+                        remove_planted(full)?;
                         undone.lost_known_entries = true;
                         return Ok(Walk::SkipDir);
                     }
@@ -288,7 +288,7 @@ impl TreeWalk {
                         *seen += 1;
                         undone.removed.push(rel.to_path_buf());
                     }
-                    remove_entry(full)?;
+                    remove_planted(full)?;
                     return Ok(Walk::SkipDir);
                 }
             }
@@ -345,6 +345,11 @@ struct Undone {
     restored: Vec<PathBuf>,
     /// Entries the snapshot knew that are gone and were not named (a removed directory's).
     lost_known_entries: bool,
+}
+
+/// Removes what a test run left at `path`, also a folder it left shut to stop just that.
+fn remove_planted(path: &Path) -> Result<(), WorkspaceError> {
+    crate::leftovers::remove_forcibly(path).map_err(|e| WorkspaceError::io("remove", path, e))
 }
 
 /// Takes the stat data of `touched` and of every folder above them anew; an entry no longer
@@ -485,6 +490,12 @@ impl CleanRoom {
     /// is written, so no write follows a link it left.
     pub fn reset_to(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
         self.settle()?;
+        // What the setup command made and `tree` tracks is the tree's now: written by the
+        // checkout, never kept (or removed) as an output.
+        let target = self.repo.find_tree(tree)?;
+        self.setup_outputs
+            .retain(|rel| target.get_path(rel).is_err());
+        drop(target);
         let (Some(mut snapshot), Some(current)) = (self.snapshot.take(), self.current) else {
             self.sweep_untracked()?;
             return self.check_out_whole(tree);
@@ -618,7 +629,7 @@ impl CleanRoom {
         // git's status never reports the tree's own `.git`.
         let planted_git = self.tree.join(".git");
         let mut dirty = std::fs::symlink_metadata(&planted_git).is_ok();
-        remove_entry(&planted_git)?;
+        remove_planted(&planted_git)?;
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .include_ignored(true)
@@ -641,7 +652,7 @@ impl CleanRoom {
             dirty = true;
             // A changed file goes too: the checkout then writes it anew, whatever its stat
             // data now claims.
-            remove_entry(&self.tree.join(rel))?;
+            remove_planted(&self.tree.join(rel))?;
         }
         Ok(dirty)
     }
@@ -1152,5 +1163,158 @@ mod tests {
         index.add_path(Path::new("package.json")).unwrap();
         let changed = index.write_tree().unwrap();
         assert!(room.needs_setup(changed).unwrap());
+    }
+
+    /// A test run leaves a folder it planted shut (mode 000, or 0555) with a file in it.
+    #[test]
+    fn a_planted_folder_left_shut_is_undone() {
+        use std::os::unix::fs::PermissionsExt;
+        for mode in [0o555, 0o000] {
+            let dir = tempfile::tempdir().unwrap();
+            let (repo, tree) = repo_with(dir.path(), &[("calc.py", "x = 1\n")]);
+            let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+            room.reset_to(tree).unwrap();
+            let shut = room.path().join("cache");
+            std::fs::create_dir_all(shut.join("sub")).unwrap();
+            std::fs::write(shut.join("sub/f"), "x").unwrap();
+            std::fs::set_permissions(&shut, std::fs::Permissions::from_mode(mode)).unwrap();
+            room.undo_in_background();
+            let reset = room.reset_to(tree);
+            assert!(reset.is_ok(), "mode {mode:o}: {reset:?}");
+            holds_exactly(&room, &repo, tree);
+        }
+    }
+
+    /// With commands unconfined, the room is undone at the reset itself: what they planted
+    /// between two test runs is gone before the next.
+    #[test]
+    fn a_file_planted_between_runs_is_gone_at_the_next_reset() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, first) = repo_with(dir.path(), &[("calc.py", "x = 1\n")]);
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        room.reset_to(first).unwrap();
+        std::fs::write(room.path().join("conftest.py"), "import pytest\n").unwrap();
+        let second = commit_files(&repo, &[("calc.py", "x = 2\n")], &[]);
+        room.reset_to(second).unwrap();
+        assert!(!room.path().join("conftest.py").exists());
+        holds_exactly(&room, &repo, second);
+    }
+
+    /// Quiet changes a test run can make, each undone before the next run.
+    #[test]
+    fn quiet_changes_are_undone() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, tree) = repo_with(
+            dir.path(),
+            &[
+                ("calc.py", "x = 1\n"),
+                ("pkg/a.py", "a = 1\n"),
+                ("pkg/b.py", "b = 1\n"),
+                ("data/d.txt", "d\n"),
+            ],
+        );
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        room.reset_to(tree).unwrap();
+        let other = tempfile::tempdir().unwrap();
+        for round in 0..6 {
+            let p = room.path();
+            match round {
+                0 => {
+                    // Same size, mtime put back.
+                    let f = p.join("calc.py");
+                    let m = std::fs::metadata(&f).unwrap();
+                    std::fs::write(&f, "x = 9\n").unwrap();
+                    let t = std::time::UNIX_EPOCH
+                        + std::time::Duration::new(m.mtime() as u64, m.mtime_nsec() as u32);
+                    std::fs::File::options()
+                        .write(true)
+                        .open(&f)
+                        .unwrap()
+                        .set_modified(t)
+                        .unwrap();
+                }
+                1 => {
+                    // A hard link kept outside, then the content changed through it.
+                    std::fs::hard_link(p.join("pkg/a.py"), other.path().join("a")).unwrap();
+                    std::fs::remove_file(other.path().join("a")).unwrap();
+                }
+                2 => {
+                    // A file swapped for a link to another tracked file; a dir swapped for a file.
+                    std::fs::remove_file(p.join("pkg/b.py")).unwrap();
+                    std::os::unix::fs::symlink("a.py", p.join("pkg/b.py")).unwrap();
+                    std::fs::remove_dir_all(p.join("data")).unwrap();
+                    std::fs::write(p.join("data"), "x").unwrap();
+                }
+                3 => {
+                    // xattr on a file; a .git planted deep; a fifo.
+                    let _ = rustix::fs::setxattr(
+                        &p.join("calc.py"),
+                        "user.x",
+                        b"1",
+                        rustix::fs::XattrFlags::empty(),
+                    );
+                    std::fs::create_dir_all(p.join("pkg/.git")).unwrap();
+                    std::fs::write(p.join("pkg/.git/HEAD"), "ref: x").unwrap();
+                    rustix::fs::mknodat(
+                        rustix::fs::CWD,
+                        &p.join("fifo"),
+                        rustix::fs::FileType::Fifo,
+                        rustix::fs::Mode::RWXU,
+                        0,
+                    )
+                    .unwrap();
+                }
+                4 => {
+                    // chmod +x a file, a rename round trip of a folder.
+                    std::fs::set_permissions(
+                        p.join("calc.py"),
+                        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+                    )
+                    .unwrap();
+                    std::fs::rename(p.join("pkg"), p.join("pkg2")).unwrap();
+                    std::fs::rename(p.join("pkg2"), p.join("pkg")).unwrap();
+                }
+                _ => {
+                    // A folder replaced by a copy with the same files (new inodes everywhere).
+                    std::fs::rename(p.join("pkg"), other.path().join("pkg")).unwrap();
+                    std::fs::create_dir(p.join("pkg")).unwrap();
+                    std::fs::write(p.join("pkg/a.py"), "a = 1\n").unwrap();
+                    std::fs::write(p.join("pkg/b.py"), "evil\n").unwrap();
+                }
+            }
+            room.undo_in_background();
+            room.reset_to(tree).unwrap();
+            holds_exactly(&room, &repo, tree);
+            let mode = std::fs::metadata(room.path().join("calc.py"))
+                .unwrap()
+                .mode();
+            assert_eq!(mode & 0o111, 0, "round {round}");
+            let x = rustix::fs::getxattr(&room.path().join("calc.py"), "user.x", &mut [0u8; 8]);
+            assert!(x.is_err(), "round {round}");
+        }
+    }
+
+    /// What the setup command made becomes a tracked file of the next tree.
+    #[test]
+    fn a_setup_output_that_becomes_tracked_is_not_removed_from_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, first) = repo_with(dir.path(), &[("calc.py", "x = 1\n")]);
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        room.reset_to(first).unwrap();
+        assert!(room.needs_setup(first).unwrap());
+        room.clear_setup().unwrap();
+        std::fs::write(room.path().join("gen.py"), "generated\n").unwrap();
+        room.record_setup(first).unwrap();
+        room.undo_in_background();
+        // The model commits its own gen.py.
+        let second = commit_files(&repo, &[("gen.py", "committed\n")], &[]);
+        room.reset_to(second).unwrap();
+        if room.needs_setup(second).unwrap() {
+            room.clear_setup().unwrap();
+            // This setup makes nothing this time.
+            room.record_setup(second).unwrap();
+        }
+        assert_eq!(read(&room, "gen.py"), "committed\n");
     }
 }

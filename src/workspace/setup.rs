@@ -337,4 +337,43 @@ mod tests {
         );
         ws.remove_worktree().unwrap();
     }
+
+    /// worktree's index, then rewrites it: the index-stat status no longer reports it.
+    #[test]
+    fn skip_worktree_cannot_hide_a_protected_change_from_absorb() {
+        for flag in ["--skip-worktree", "--assume-unchanged"] {
+            let dir = tempfile::tempdir().unwrap();
+            let (repo, base) = repo_with_commit(dir.path());
+            let ws = Workspace::create(&repo, base, "agent/r", "rsw").unwrap();
+            let protection = Protection::new(&[], &[]).unwrap();
+            let before = ws.snapshot().unwrap();
+            // What `run_command` could do: git update-index, then rewrite the test.
+            let ok = std::process::Command::new("git")
+                .current_dir(ws.path())
+                .args(["update-index", flag, "tests/test_calc.py"])
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            std::fs::write(
+                ws.path().join("tests/test_calc.py"),
+                "assert 1 == 1 or True\n",
+            )
+            .unwrap();
+            let absorbed = ws
+                .absorb_command("run", "", &protection, &before, &NoHooks)
+                .unwrap();
+            let now = std::fs::read_to_string(ws.path().join("tests/test_calc.py")).unwrap();
+            assert_eq!(
+                (flag, absorbed.reverted.clone(), now.as_str()),
+                (
+                    flag,
+                    vec!["tests/test_calc.py".to_string()],
+                    "assert True\n"
+                ),
+                "the protected change must be put back"
+            );
+            ws.remove_worktree().unwrap();
+        }
+    }
 }
