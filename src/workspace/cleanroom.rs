@@ -1249,7 +1249,7 @@ mod tests {
                 3 => {
                     // xattr on a file; a .git planted deep; a fifo.
                     let _ = rustix::fs::setxattr(
-                        &p.join("calc.py"),
+                        p.join("calc.py"),
                         "user.x",
                         b"1",
                         rustix::fs::XattrFlags::empty(),
@@ -1258,7 +1258,7 @@ mod tests {
                     std::fs::write(p.join("pkg/.git/HEAD"), "ref: x").unwrap();
                     rustix::fs::mknodat(
                         rustix::fs::CWD,
-                        &p.join("fifo"),
+                        p.join("fifo"),
                         rustix::fs::FileType::Fifo,
                         rustix::fs::Mode::RWXU,
                         0,
@@ -1290,7 +1290,7 @@ mod tests {
                 .unwrap()
                 .mode();
             assert_eq!(mode & 0o111, 0, "round {round}");
-            let x = rustix::fs::getxattr(&room.path().join("calc.py"), "user.x", &mut [0u8; 8]);
+            let x = rustix::fs::getxattr(room.path().join("calc.py"), "user.x", &mut [0u8; 8]);
             assert!(x.is_err(), "round {round}");
         }
     }
