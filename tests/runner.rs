@@ -16,6 +16,7 @@ mod protection;
 mod runners;
 mod runs;
 mod sandbox;
+mod scale_setup;
 mod setup;
 mod start;
 mod streaming;

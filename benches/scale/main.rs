@@ -11,12 +11,18 @@
 // A benchmark, like a test, stops at the first thing that goes wrong.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+// Each section uses a part of what the sections share.
+#[allow(dead_code)]
 mod common;
+mod setup;
 
 use common::Options;
 
+/// A section measures its operations on one repository.
+type Section = fn(&common::Repo, &Options);
+
 /// Each section: its name (for `--only`) and what it measures.
-const SECTIONS: &[(&str, fn(&common::Repo, &Options))] = &[];
+const SECTIONS: &[(&str, Section)] = &[("setup", setup::run)];
 
 fn main() {
     let options = Options::from_args();

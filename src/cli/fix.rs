@@ -286,7 +286,12 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             (run_id, branch, args.task.clone(), None)
         }
     };
+    let sandbox = match args.sandbox {
+        SandboxFlag::On => crate::sandbox::Mode::On,
+        SandboxFlag::Off => crate::sandbox::Mode::Off,
+    };
     Ok(RunPlan {
+        tested_as: crate::check::identity(&tests, &settings, sandbox),
         repo,
         base,
         branch,
@@ -310,10 +315,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         run_hooks: !args.no_verify,
         notes: Vec::new(),
         resume,
-        sandbox: match args.sandbox {
-            SandboxFlag::On => crate::sandbox::Mode::On,
-            SandboxFlag::Off => crate::sandbox::Mode::Off,
-        },
+        sandbox,
         allow_write,
         max_file_size: settings.max_file_size,
     })
