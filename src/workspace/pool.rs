@@ -198,21 +198,31 @@ fn delete_branch(repo: &Repository, branch: &str) {
         .and_then(|mut b| b.delete());
 }
 
-/// The end of a run's hold on its work tree: a pooled one goes back to the pool, detached
-/// (its branch is then checked out nowhere), any other is removed. The branch stays.
+/// The end of a run's hold on its work tree: a pooled one goes back to the pool emptied of
+/// what the run left and detached (its branch is then checked out nowhere), any other is
+/// removed. The branch stays.
 pub fn finish(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::WorkspaceError> {
     let Some(slot) = slot else {
         return workspace.remove_worktree();
     };
-    let head = workspace.head();
-    let detached = head.and_then(|id| Ok(workspace.repo.set_head_detached(id)?));
-    if detached.is_err() {
+    let handed_back = give_back(&workspace);
+    if handed_back.is_err() {
         // A tree that cannot be handed back clean is not kept.
         clear(&Repository::open(&workspace.common_dir)?, slot.index);
     }
     workspace.forget_lease();
     drop(slot);
-    detached
+    handed_back
+}
+
+/// Nothing the run made outlives it (its branch may name a file there by its absolute path,
+/// which must fail elsewhere as it fails here), and the tree holds no branch.
+fn give_back(workspace: &Workspace) -> Result<(), super::WorkspaceError> {
+    remove_leftovers(&workspace.repo, &workspace.worktree_path).map_err(|e| {
+        super::WorkspaceError::Unsafe(format!("cannot empty the work tree for the pool: {e}"))
+    })?;
+    let head = workspace.head()?;
+    Ok(workspace.repo.set_head_detached(head)?)
 }
 
 /// `finish`, and the branch deleted: for a run that made nothing worth keeping.
@@ -225,8 +235,8 @@ pub fn discard(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::Wo
     Ok(())
 }
 
-/// Hands back the slots whose run died holding them (their branch would stay checked out
-/// there, and could be neither resumed nor discarded).
+/// Hands back the slots whose run died holding them, as `finish` would have (their branch
+/// would stay checked out there, and could be neither resumed nor discarded).
 pub fn release_abandoned(repo: &Repository) {
     for k in 1..=SIZE {
         let lock = lock_of(repo, k);
@@ -241,7 +251,9 @@ pub fn release_abandoned(repo: &Repository) {
         };
         let head = tree.head().ok().and_then(|h| h.target());
         if let (Ok(false), Some(commit)) = (tree.head_detached(), head) {
-            if tree.set_head_detached(commit).is_err() {
+            let path = path_of(repo, k);
+            let emptied = remove_leftovers(&tree, &path).is_ok();
+            if !emptied || tree.set_head_detached(commit).is_err() {
                 clear(repo, k);
             }
         }
