@@ -188,6 +188,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_held_slot_is_busy_for_everyone_else_until_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pool-1.lease");
+        let held = Lease::hold(&path).unwrap().expect("a new slot is free");
+        assert!(Lease::hold(&path).unwrap().is_none(), "busy while held");
+        assert!(!is_abandoned(&path));
+        drop(held);
+        assert!(Lease::hold(&path).unwrap().is_some(), "free once let go");
+        assert!(path.is_file(), "the lock file stays with its slot");
+    }
+
+    #[test]
     fn only_the_dirs_of_runs_that_are_gone_are_swept() {
         let temp = tempfile::tempdir().unwrap();
         let make = |name: &str| {

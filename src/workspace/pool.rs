@@ -62,9 +62,10 @@ impl Workspace {
         let parent = parent_of(repo);
         std::fs::create_dir_all(&parent).map_err(|e| SetupError::Io(parent.clone(), e))?;
         for k in 1..=SIZE {
-            let lock = lock_of(repo, k);
-            let held = Lease::hold(&lock).map_err(|e| SetupError::Io(lock.clone(), e))?;
-            let Some(held) = held else { continue };
+            // A slot that is busy, or whose lock cannot be had at all, is passed over.
+            let Ok(Some(held)) = Lease::hold(&lock_of(repo, k)) else {
+                continue;
+            };
             let slot = Slot {
                 _lock: held,
                 index: k,
@@ -189,6 +190,9 @@ fn clear(repo: &Repository, k: usize) {
         prune.valid(true).locked(true).working_tree(true);
         let _ = worktree.prune(Some(&mut prune));
     }
+    // What git could not prune (a git dir it does not take for a work tree's) would stop the
+    // next `worktree add` of this name.
+    let _ = remove_forcibly(&repo.commondir().join("worktrees").join(name_of(k)));
     let _ = remove_forcibly(&path_of(repo, k));
 }
 
