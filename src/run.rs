@@ -245,6 +245,7 @@ fn answer_before_checkout(
         return Before::Unknown;
     };
     if let Some(found) = tested(&plan.repo, tree, &plan.tested_as) {
+        progress("this tree passed before with the same test set-up; nothing runs");
         return Before::Answered(passed_before(plan, &found.summary), Duration::ZERO);
     }
     let (result, sandbox, processes) = match test_base(plan, tree, interrupt, waiting) {

@@ -70,12 +70,22 @@ impl Workspace {
                 _lock: held,
                 index: k,
             };
-            return match fill(repo, k, branch) {
-                Ok(tree) => Ok((in_slot(repo, tree, base, branch, run_id, k)?, Some(slot))),
+            let lease_path = parent.join(format!("{run_id}.lease"));
+            let lease = Lease::take(&lease_path).map_err(|e| SetupError::Io(lease_path.clone(), e));
+            return match lease.and_then(|lease| Ok((lease, fill(repo, k, branch)?))) {
+                Ok((lease, tree)) => {
+                    let lease = (lease, lease_path);
+                    Ok((
+                        in_slot(repo, tree, base, branch, run_id, k, lease),
+                        Some(slot),
+                    ))
+                }
                 Err(e) => {
+                    // Leave nothing behind: a branch made for this run holds nothing yet.
                     if fresh {
                         delete_branch(repo, branch);
                     }
+                    let _ = std::fs::remove_file(&lease_path);
                     Err(e)
                 }
             };
@@ -93,10 +103,9 @@ fn in_slot(
     branch: &str,
     run_id: &str,
     k: usize,
-) -> Result<Workspace, SetupError> {
-    let lease_path = parent_of(repo).join(format!("{run_id}.lease"));
-    let lease = Lease::take(&lease_path).map_err(|e| SetupError::Io(lease_path.clone(), e))?;
-    Ok(Workspace {
+    lease: (Lease, PathBuf),
+) -> Workspace {
+    Workspace {
         repo: tree,
         run_id: run_id.to_string(),
         branch: branch.to_string(),
@@ -105,8 +114,8 @@ fn in_slot(
         worktree_name: name_of(k),
         common_dir: repo.commondir().to_path_buf(),
         max_file_size: super::DEFAULT_MAX_FILE_SIZE,
-        lease: Some((lease, lease_path)),
-    })
+        lease: Some(lease),
+    }
 }
 
 /// Slot `k`'s tree on `branch`: the pooled one made clean, or, when there is none or it
