@@ -10,7 +10,7 @@ use crate::tools::Registry;
 use crate::verify::{TestSetup, TreeTester, Unreadable, Verifier, Waiting};
 use crate::workspace::pool::{self, Slot};
 use crate::workspace::{
-    config_with_credentials, record_tested, tested, BaseInfo, SetupError, Tested, Workspace,
+    config_with_credentials, record_tested, BaseInfo, SetupError, Tested, Workspace,
 };
 use git2::Repository;
 use serde_json::{json, Value};
@@ -54,6 +54,9 @@ pub struct RunPlan {
     pub resume: Option<Vec<crate::model::Message>>,
     /// What keys a pass of the base's tree in the record of passes (`check::identity`).
     pub tested_as: String,
+    /// For `--if-failing`: the summary of the pass the record held for the base's tree when
+    /// the plan was made. Then nothing runs, and the plan holds no protection.
+    pub passed_before: Option<String>,
 }
 
 pub struct Finished {
@@ -244,9 +247,9 @@ fn answer_before_checkout(
     let Ok(tree) = plan.repo.find_commit(plan.base.id).map(|c| c.tree_id()) else {
         return Before::Unknown;
     };
-    if let Some(found) = tested(&plan.repo, tree, &plan.tested_as) {
+    if let Some(summary) = &plan.passed_before {
         progress("this tree passed before with the same test set-up; nothing runs");
-        return Before::Answered(passed_before(plan, &found.summary), Duration::ZERO);
+        return Before::Answered(passed_before(plan, summary), Duration::ZERO);
     }
     let (result, sandbox, processes) = match test_base(plan, tree, interrupt, waiting) {
         Ok(tested) => tested,
