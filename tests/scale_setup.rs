@@ -111,6 +111,14 @@ fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
         "a pooled tree holds no branch"
     );
     plant_leftovers(&tree);
+    // A file no run changed keeps its old time in a reused tree; a fresh checkout writes it now.
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(978_307_200);
+    let untouched = tree.join("test_calc.py");
+    let file = std::fs::File::options()
+        .write(true)
+        .open(&untouched)
+        .unwrap();
+    file.set_modified(old).unwrap();
 
     let second = env.fix_scripted(
         &repo,
@@ -127,6 +135,8 @@ fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
         tree,
         "the same tree, taken from the pool"
     );
+    let kept = std::fs::metadata(&untouched).unwrap().modified().unwrap();
+    assert_eq!(kept, old, "only the paths that differ were written");
     let (_, listing) = &second.results()["list"];
     let expected = ".\n./.gitignore\n./calc.py\n./src\n./src/pkg\n./src/pkg/mod.py\n\
                     ./test_calc.py\n644 .gitignore\n644 src/pkg/mod.py\nVALUE = 1\n";

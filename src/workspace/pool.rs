@@ -156,7 +156,8 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
         index.read_tree(&held)?;
         index.write()?;
     }
-    let target = repo
+    // Found through the tree's own handle: libgit2 checks out only its own objects.
+    let target = tree
         .find_branch(branch, BranchType::Local)?
         .get()
         .peel_to_tree()?;
@@ -188,6 +189,29 @@ fn remove_leftovers(tree: &Repository, root: &Path) -> Result<(), SetupError> {
         let rel = std::ffi::OsStr::from_bytes(entry.path_bytes());
         let path = root.join(Path::new(rel).components().as_path());
         remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
+    }
+    remove_nested_git(tree, root)
+}
+
+/// Removes a `.git` planted in a tracked folder, which git's status never reports (it takes
+/// the folder for another repository's): each folder the index holds files in is looked at.
+fn remove_nested_git(tree: &Repository, root: &Path) -> Result<(), SetupError> {
+    let index = tree.index()?;
+    let mut folders: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    for entry in index.iter() {
+        let mut path = entry.path.as_slice();
+        while let Some(cut) = path.iter().rposition(|b| *b == b'/') {
+            path = &path[..cut];
+            if !folders.insert(path.to_vec()) {
+                break; // its parents are in already
+            }
+        }
+    }
+    for folder in folders {
+        let planted = root.join(std::ffi::OsStr::from_bytes(&folder)).join(".git");
+        if std::fs::symlink_metadata(&planted).is_ok() {
+            remove_forcibly(&planted).map_err(|e| SetupError::Io(planted.clone(), e))?;
+        }
     }
     Ok(())
 }
