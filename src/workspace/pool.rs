@@ -143,12 +143,7 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     if !admin.join("HEAD").is_file() || !path.is_dir() {
         return Err(SetupError::Io(path, std::io::ErrorKind::NotFound.into()));
     }
-    // The tree's link to its git dir is written again: a run may have planted its own.
-    let dot_git = path.join(".git");
-    remove_forcibly(&dot_git).map_err(|e| SetupError::Io(dot_git.clone(), e))?;
-    let link = format!("gitdir: {}\n", admin.display());
-    std::fs::write(&dot_git, link).map_err(|e| SetupError::Io(dot_git.clone(), e))?;
-    let tree = Repository::open(&path)?;
+    let tree = open_slot(repo, k)?;
     let held = tree.head()?.peel_to_tree()?;
     remove_leftovers(&tree, &path)?;
     let mut index = tree.index()?;
@@ -169,6 +164,17 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     tree.set_head(&format!("refs/heads/{branch}"))?;
     drop((held, target, index));
     Ok(tree)
+}
+
+/// Slot `k`'s tree, opened through a link to its git dir written again: a run may have
+/// planted its own, to another repository.
+fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
+    let admin = repo.commondir().join("worktrees").join(name_of(k));
+    let dot_git = path_of(repo, k).join(".git");
+    remove_forcibly(&dot_git).map_err(|e| SetupError::Io(dot_git.clone(), e))?;
+    let link = format!("gitdir: {}\n", admin.display());
+    std::fs::write(&dot_git, link).map_err(|e| SetupError::Io(dot_git.clone(), e))?;
+    Ok(Repository::open(path_of(repo, k))?)
 }
 
 /// Removes every path of the tree that differs from its index: untracked and ignored files
@@ -283,7 +289,11 @@ pub fn release_abandoned(repo: &Repository) {
         let Ok(Some(_held)) = Lease::hold(&lock) else {
             continue;
         };
-        let Ok(tree) = Repository::open(path_of(repo, k)) else {
+        if !path_of(repo, k).is_dir() {
+            continue;
+        }
+        let Ok(tree) = open_slot(repo, k) else {
+            clear(repo, k);
             continue;
         };
         let head = tree.head().ok().and_then(|h| h.target());
