@@ -79,6 +79,28 @@ impl Lease {
     }
 }
 
+impl Lease {
+    /// Takes the lock of the lasting lease file `path` (made if missing), as a pool slot has;
+    /// None while someone else holds it. A lock taken on a file that was removed meanwhile
+    /// (gc emptied the slot) is no lock: only the file at `path` counts.
+    pub fn hold(path: &Path) -> std::io::Result<Option<Lease>> {
+        use std::os::unix::fs::MetadataExt;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        let file = crate::files::open_regular(path, &mut options)?;
+        let flock = rustix::fs::FlockOperation::NonBlockingLockExclusive;
+        match rustix::fs::flock(&file, flock) {
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Ok(None),
+            Err(e) => return Err(e.into()),
+            Ok(()) => {}
+        }
+        let held = file.metadata()?;
+        let same = std::fs::symlink_metadata(path)
+            .is_ok_and(|now| now.ino() == held.ino() && now.dev() == held.dev());
+        Ok(same.then_some(Lease { _file: file }))
+    }
+}
+
 /// Whether the lease at `path` exists and no live run holds it.
 pub fn is_abandoned(path: &Path) -> bool {
     // A command may have put a FIFO in place of the lease: it is never waited on.
@@ -164,6 +186,18 @@ pub fn sweep_temp_dirs(temp: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_slot_is_busy_for_everyone_else_until_let_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pool-1.lease");
+        let held = Lease::hold(&path).unwrap().expect("a new slot is free");
+        assert!(Lease::hold(&path).unwrap().is_none(), "busy while held");
+        assert!(!is_abandoned(&path));
+        drop(held);
+        assert!(Lease::hold(&path).unwrap().is_some(), "free once let go");
+        assert!(path.is_file(), "the lock file stays with its slot");
+    }
 
     #[test]
     fn only_the_dirs_of_runs_that_are_gone_are_swept() {

@@ -48,9 +48,21 @@ pub fn tests_at(
     python: &mut Option<PythonFacts>,
 ) -> Result<TestsAt, PrepareError> {
     let plan = plan_at(repo, commit, settings, python)?;
+    tests_for_plan(repo, commit, settings, python, plan)
+}
+
+/// What `plan` needs to run at `commit`: the protection of its runner (python3 asked for its
+/// modules when the commit holds Python files) and the writable directories.
+pub fn tests_for_plan(
+    repo: &Repository,
+    commit: Oid,
+    settings: &Settings,
+    python: &mut Option<PythonFacts>,
+    plan: TestPlan,
+) -> Result<TestsAt, PrepareError> {
     let files = tree_files(repo, commit)?;
     let modules = &facts(&files, python).modules;
-    tests_with_plan(repo, commit, settings, modules, plan)
+    tests_with_files(repo, commit, &files, settings, modules, plan)
 }
 
 /// The test plan alone. `python3` is asked only when detection needs to know whether it has
@@ -79,9 +91,21 @@ pub fn tests_with_plan(
     plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
     let files = tree_files(repo, commit)?;
+    tests_with_files(repo, commit, &files, settings, python_modules, plan)
+}
+
+/// `tests_with_plan` for the commit's `files`, walked once.
+fn tests_with_files(
+    repo: &Repository,
+    commit: Oid,
+    files: &[String],
+    settings: &Settings,
+    python_modules: &[String],
+    plan: TestPlan,
+) -> Result<TestsAt, PrepareError> {
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
-    let found = collected(plan.runner, &plan.command, &files, &read, python_modules);
+    let found = collected(plan.runner, &plan.command, files, &read, python_modules);
     let protection = Protection::with_no_new(
         &found.protected,
         &found.no_new,

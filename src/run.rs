@@ -5,15 +5,19 @@ use crate::guard::{Guard, Protection};
 use crate::model::Model;
 use crate::report::Report;
 use crate::sandbox::{Limits, Mode, Sandbox};
-use crate::testrun::TestPlan;
+use crate::testrun::{TestPlan, TestResult};
 use crate::tools::Registry;
-use crate::verify::{Unreadable, Verifier, Waiting};
-use crate::workspace::{BaseInfo, SetupError, Workspace};
+use crate::verify::{TestSetup, TreeTester, Unreadable, Verifier, Waiting};
+use crate::workspace::pool::{self, Slot};
+use crate::workspace::{
+    config_with_credentials, record_tested, BaseInfo, SetupError, Tested, Workspace,
+};
 use git2::Repository;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Everything a run needs, checked before its branch exists.
 pub struct RunPlan {
@@ -48,6 +52,11 @@ pub struct RunPlan {
     pub notes: Vec<String>,
     /// The conversation of the attempt being resumed; None for a new run.
     pub resume: Option<Vec<crate::model::Message>>,
+    /// What keys a pass of the base's tree in the record of passes (`check::identity`).
+    pub tested_as: String,
+    /// For `--if-failing`: the summary of the pass the record held for the base's tree when
+    /// the plan was made. Then nothing runs, and the plan holds no protection.
+    pub passed_before: Option<String>,
 }
 
 pub struct Finished {
@@ -89,11 +98,23 @@ pub fn execute(
     }
     // A resumed run goes on on its branch, which stays whatever happens.
     let resuming = plan.resume.is_some();
-    let mut workspace = if resuming {
-        Workspace::resume(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?
-    } else {
-        Workspace::create(&plan.repo, plan.base.id, &plan.branch, &plan.run_id)?
-    };
+    let mut baseline = None;
+    if plan.only_if_failing && !resuming {
+        match answer_before_checkout(&plan, &interrupt, progress, waiting) {
+            Before::Answered(mut finished, processes) => {
+                add_timing(
+                    &mut finished.json,
+                    started.elapsed(),
+                    Duration::ZERO,
+                    processes,
+                );
+                return Ok(finished);
+            }
+            Before::Failing(result) => baseline = Some(result),
+            Before::Unknown => {}
+        }
+    }
+    let (mut workspace, slot) = work_tree(&plan, resuming)?;
     workspace.max_file_size = plan.max_file_size;
     progress(&format!(
         "run {} on branch {} (work tree {})",
@@ -102,7 +123,7 @@ pub fn execute(
         workspace.path().display()
     ));
     let ran = run_in(
-        &mut plan, &workspace, &interrupt, progress, waiting, &runtime,
+        &mut plan, &workspace, baseline, &interrupt, progress, waiting, &runtime,
     );
     let spent = ran
         .as_ref()
@@ -116,17 +137,28 @@ pub fn execute(
     };
     let finished = match ran {
         Ok((result, sandbox)) if !result.outcome.keeps_branch() && !resuming => {
-            return finish_without_branch(&plan, workspace, result, &sandbox).map(with_timing);
+            return finish_without_branch(&plan, workspace, slot, result, &sandbox)
+                .map(with_timing);
         }
         Ok((result, sandbox)) => write_report(&plan, &workspace, result, &sandbox, progress),
         Err(e) => Err(e),
     };
     if plan.keep_worktree {
         workspace.forget_lease();
-    } else if let Err(e) = workspace.remove_worktree() {
+    } else if let Err(e) = pool::finish(workspace, slot) {
         progress(&format!("could not remove the work tree: {e}"));
     }
     finished.map(with_timing)
+}
+
+/// The run's work tree: a pooled one, unless it is to be kept after the run.
+fn work_tree(plan: &RunPlan, resuming: bool) -> Result<(Workspace, Option<Slot>), SetupError> {
+    let (repo, base, branch, id) = (&plan.repo, plan.base.id, &plan.branch, &plan.run_id);
+    Ok(match (plan.keep_worktree, resuming) {
+        (false, _) => Workspace::take(repo, base, branch, id, !resuming)?,
+        (true, true) => (Workspace::resume(repo, base, branch, id)?, None),
+        (true, false) => (Workspace::create(repo, base, branch, id)?, None),
+    })
 }
 
 /// Where a run's time went, in `--json`: the model, the confined processes (tests, setup,
@@ -184,14 +216,137 @@ pub fn sweep_leftovers(repo: Option<&git2::Repository>) -> crate::leftovers::Swe
 fn finish_without_branch(
     plan: &RunPlan,
     workspace: Workspace,
+    slot: Option<Slot>,
     result: RunResult,
     sandbox: &str,
 ) -> Result<Finished, RunError> {
-    workspace
-        .discard()
+    pool::discard(workspace, slot)
         .map_err(|e| RunError::Harness(format!("cannot remove the run's branch: {e}")))?;
+    Ok(answer_without_branch(plan, &result, sandbox))
+}
+
+/// What `--if-failing` learns of the base before any branch or work tree exists.
+enum Before {
+    /// The tests pass, or cannot run: the whole answer, and the time its test run took.
+    Answered(Finished, Duration),
+    /// They fail: the run goes on, and this is its result before any change.
+    Failing(TestResult),
+    /// The tests could not be set up here: the run finds out as it always did.
+    Unknown,
+}
+
+/// `--if-failing` answered before any checkout: from the record of an earlier pass of the
+/// base's tree with the same set-up, else by testing that tree in a clean room, where a pass
+/// is recorded for the next time.
+fn answer_before_checkout(
+    plan: &RunPlan,
+    interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+    waiting: Waiting,
+) -> Before {
+    let Ok(tree) = plan.repo.find_commit(plan.base.id).map(|c| c.tree_id()) else {
+        return Before::Unknown;
+    };
+    if let Some(summary) = &plan.passed_before {
+        progress("this tree passed before with the same test set-up; nothing runs");
+        return Before::Answered(passed_before(plan, summary), Duration::ZERO);
+    }
+    let (result, sandbox, processes) = match test_base(plan, tree, interrupt, waiting) {
+        Ok(tested) => tested,
+        Err(why) => {
+            progress(&why);
+            return Before::Unknown;
+        }
+    };
+    progress(&format!("tests before any change: {}", result.summary()));
+    let outcome = match result.unusable() {
+        Some(why) => Outcome::TestsCannotRun(why),
+        None if result.passed => {
+            let entry = Tested {
+                identity: plan.tested_as.clone(),
+                verdict: "passed".into(),
+                command: plan.tests.label.clone(),
+                summary: result.summary(),
+                commit: plan.base.id.to_string(),
+            };
+            if let Err(e) = record_tested(&plan.repo, tree, entry) {
+                progress(&format!("could not keep the pass of the base: {e}"));
+            }
+            Outcome::AlreadyPassing
+        }
+        None => return Before::Failing(result),
+    };
+    let run = RunResult::before_the_model(outcome, result);
+    let finished = answer_without_branch(plan, &run, &sandbox);
+    Before::Answered(finished, processes)
+}
+
+/// The answer when the base's tree passed before with the same set-up: nothing runs.
+fn passed_before(plan: &RunPlan, summary: &str) -> Finished {
+    let mut tests = TestResult::not_run(&plan.tests.label, "");
+    (tests.ran, tests.passed, tests.exit_code) = (true, true, Some(0));
+    tests.cached = true;
+    let result = RunResult::before_the_model(Outcome::AlreadyPassing, tests);
+    let mut finished = answer_without_branch(plan, &result, "not started (nothing ran)");
+    finished.json["tests"]["summary"] = json!(summary);
+    finished.message = format!(
+        "agent-git: the tests already pass at {} ({summary}; this tree passed before with the \
+         same set-up, nothing ran); nothing to do, no branch kept\n",
+        &plan.base.id.to_string()[..7],
+    );
+    finished
+}
+
+/// One test run of the base's tree in a clean room of its own, with no work tree anywhere:
+/// the result, the sandbox as the report names it, and the time the tests took.
+fn test_base(
+    plan: &RunPlan,
+    tree: git2::Oid,
+    interrupt: &AtomicBool,
+    waiting: Waiting,
+) -> Result<(TestResult, String, Duration), String> {
+    let helper =
+        std::env::current_exe().map_err(|e| format!("cannot find agent-git's own binary: {e}"))?;
+    let work = tempfile::Builder::new()
+        .prefix("agent-git-check-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+    let sandbox = Sandbox::start(
+        plan.sandbox,
+        helper,
+        work.path(),
+        Limits::default(),
+        plan.allow_write.clone(),
+        Vec::new(),
+        config_with_credentials(plan.repo.commondir())
+            .into_iter()
+            .collect(),
+    )
+    .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
+    let setup = TestSetup {
+        protection: &plan.protection,
+        plan: &plan.tests,
+        sandbox: &sandbox,
+        interrupt,
+        waiting,
+    };
+    let unreadable = Unreadable {
+        user_workdir: plan.repo.workdir(),
+        private_files: &plan.private_files,
+    };
+    let objects = plan.repo.commondir().join("objects");
+    let tester = TreeTester::new(&objects, None, setup, unreadable)
+        .map_err(|e| format!("cannot set up the clean room: {e}"))?;
+    let result = tester
+        .test(tree)
+        .map_err(|e| format!("the tests could not run: {e}"))?;
+    Ok((result, sandbox.describe(), sandbox.busy()))
+}
+
+/// The report of a run that asked nothing of the model and keeps no branch.
+fn answer_without_branch(plan: &RunPlan, result: &RunResult, sandbox: &str) -> Finished {
     let labels = Labels::of(plan);
-    let report = report(plan, &labels, &result, &[], sandbox);
+    let report = report(plan, &labels, result, &[], sandbox);
     let message = match &result.outcome {
         Outcome::AlreadyPassing => format!(
             "agent-git: the tests already pass at {} ({}); nothing to do, no branch kept\n",
@@ -200,11 +355,11 @@ fn finish_without_branch(
         ),
         _ => report.message(),
     };
-    Ok(Finished {
+    Finished {
         json: report.json(&[], None, None),
         outcome: result.outcome.clone(),
         message,
-    })
+    }
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM sets `flag`: the run stops at the next step and still writes its
@@ -242,12 +397,16 @@ pub fn watch_signals(
 fn run_in(
     plan: &mut RunPlan,
     workspace: &Workspace,
+    baseline: Option<TestResult>,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(RunResult, String), RunError> {
-    let (result, sandbox) = match work(plan, workspace, interrupt, progress, waiting, runtime) {
+    let worked = work(
+        plan, workspace, baseline, interrupt, progress, waiting, runtime,
+    );
+    let (result, sandbox) = match worked {
         Ok(done) => done,
         Err(RunError::Harness(why)) => {
             progress(&why);
@@ -272,6 +431,7 @@ fn run_in(
 fn work(
     plan: &mut RunPlan,
     workspace: &Workspace,
+    baseline: Option<TestResult>,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
@@ -308,6 +468,9 @@ fn work(
         },
     )
     .map_err(|e| harness(&format!("cannot set up the clean room: {e}")))?;
+    if let Some(result) = baseline {
+        verifier.adopt_baseline(result);
+    }
     let registry = Registry::builtin();
     let tools = registry.specs();
     let nobody = |_: &str| None;

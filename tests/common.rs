@@ -117,6 +117,15 @@ impl TestEnv {
         self.agent_cmd(dir, &args)
     }
 
+    /// How many work trees `git worktree list` shows in `dir`'s repository, leaving out the
+    /// ones agent-git keeps for its next runs (`.git/agent-git/pool-N`, holding no branch).
+    pub fn worktrees_but_the_pool(&self, dir: &Path) -> usize {
+        let list = self.git(dir, &["worktree", "list"]);
+        list.lines()
+            .filter(|l| !l.contains("/agent-git/pool-"))
+            .count()
+    }
+
     /// The full message of a commit.
     pub fn message(&self, dir: &Path, rev: &str) -> String {
         self.git(dir, &["log", "-1", "--format=%B", rev])

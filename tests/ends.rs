@@ -55,7 +55,7 @@ fn a_test_command_that_cannot_run_stops_before_the_model_is_called() {
             "",
             "no branch kept"
         );
-        assert_eq!(env.git(dir, &["worktree", "list"]).lines().count(), 1);
+        assert_eq!(env.worktrees_but_the_pool(dir), 1);
 
         // Without --json, the report says what to fix.
         let script = env.script("never.json", json!([end_turn("Never asked.")]));

@@ -64,7 +64,7 @@ fn fixes_the_calc_example_on_its_own_branch() {
     );
 
     // The work tree is gone, the branch stays, the user's main is as it was.
-    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(env.worktrees_but_the_pool(&repo), 1);
     assert_eq!(std::fs::read_to_string(repo.join("calc.py")).unwrap(), CALC);
 }
 
@@ -441,7 +441,7 @@ fn two_runs_at_once_on_one_repository_both_succeed() {
         env.trailer(&repo, "agent/one", "Agent-Run"),
         env.trailer(&repo, "agent/two", "Agent-Run")
     );
-    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(env.worktrees_but_the_pool(&repo), 1);
 }
 
 #[test]

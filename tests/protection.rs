@@ -209,6 +209,6 @@ fn a_tree_nested_deeper_than_git_goes_is_dropped_and_the_run_goes_on() {
         env.git(&repo, &["ls-tree", "-r", "--name-only", "agent/deep"]),
         "calc.py\ntest_calc.py\n"
     );
-    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(env.worktrees_but_the_pool(&repo), 1);
     assert_eq!(UserState::capture(&env, &repo), before);
 }

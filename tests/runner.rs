@@ -17,6 +17,7 @@ mod protection;
 mod runners;
 mod runs;
 mod sandbox;
+mod scale_setup;
 mod scale_tools;
 mod setup;
 mod start;

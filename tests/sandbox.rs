@@ -615,12 +615,21 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         "the killed run left its temp dirs"
     );
     assert_eq!(leftovers(&repo.join(".git/agent-git")).len(), 0);
-    assert_eq!(
-        std::fs::read_dir(repo.join(".git/agent-git"))
-            .unwrap()
-            .count(),
-        2
-    );
+    // The run's lease, and the pooled tree it held with that slot's lock.
+    let entries = |dir: &std::path::Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let held = entries(&repo.join(".git/agent-git"));
+    assert_eq!(held.len(), 3, "{held:?}");
+    assert!(held.iter().any(|n| n == "pool-1") && held.iter().any(|n| n == "pool-1.lease"));
 
     let replies = json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
     let run = env.fix_scripted_with(&repo, "agent/after", replies, &[], |cmd| {
@@ -635,15 +644,14 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         run.stderr()
     );
     assert_eq!(leftovers(&tmp), Vec::<String>::new());
-    assert!(
-        !repo.join(".git/agent-git").exists()
-            || std::fs::read_dir(repo.join(".git/agent-git"))
-                .unwrap()
-                .count()
-                == 0,
-        "the killed run's work tree is gone"
+    assert_eq!(
+        entries(&repo.join(".git/agent-git")),
+        ["pool-1", "pool-1.lease"],
+        "the killed run's lease is gone; its tree went back to the pool"
     );
-    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(env.worktrees_but_the_pool(&repo), 1);
+    let list = env.git(&repo, &["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("refs/heads/agent/"), "{list}");
     env.git(&repo, &["rev-parse", "--verify", "agent/killed"]);
 }
 

@@ -11,12 +11,13 @@
 // A benchmark, like a test, stops at the first thing that goes wrong.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-// Each section uses a part of what they share, and sections land one at a time.
+// Each section uses a part of what the sections share.
 #[allow(dead_code)]
 mod common;
 mod harness;
 mod memory;
 mod process;
+mod setup;
 mod tools;
 
 use common::Options;
@@ -32,6 +33,7 @@ const SECTIONS: &[(&str, Section)] = &[
     ("process wait", process::section),
     ("search", tools::search),
     ("list_files", tools::list_files),
+    ("setup", setup::run),
     ("memory", memory::section),
 ];
 

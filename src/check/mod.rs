@@ -7,7 +7,7 @@ pub mod install;
 mod tester;
 
 pub use background::{start_fix, StartedFix};
-pub use tester::Checker;
+pub use tester::{identity, Checker};
 
 use crate::testrun::TestResult;
 use git2::{Oid, Repository};

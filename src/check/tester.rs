@@ -59,7 +59,7 @@ impl<'r> Checker<'r> {
             Ok(plan) => plan,
             Err(e) => return Verdict::CannotRun(e.to_string()),
         };
-        let identity = identity(&plan, &settings);
+        let identity = identity(&plan, &settings, Mode::On);
         if let Some(found) = tested(self.repo, tree, &identity) {
             return Verdict::Passed {
                 summary: found.summary,
@@ -170,9 +170,10 @@ fn verdict_of(result: TestResult) -> Verdict {
 }
 
 /// A digest of everything besides the tree that decides a test result: a change to any of it
-/// makes an earlier pass say nothing.
-fn identity(plan: &TestPlan, settings: &Settings) -> String {
-    let text = format!(
+/// makes an earlier pass say nothing. `fix` keys its passes the same way, so a pass of the
+/// pre-push check answers `fix --if-failing` and the other way round.
+pub fn identity(plan: &TestPlan, settings: &Settings, sandbox: Mode) -> String {
+    let mut text = format!(
         "agent-git {}\ncommand: {:?}\nrunner: {:?}\nsetup: {:?}\ntimeout: {}\nprotect: {:?}\n\
          allow-write: {:?}\n",
         env!("CARGO_PKG_VERSION"),
@@ -183,6 +184,10 @@ fn identity(plan: &TestPlan, settings: &Settings) -> String {
         settings.protect,
         settings.allow_write,
     );
+    // Unconfined tests may pass where confined ones fail (a network call, say).
+    if sandbox == Mode::Off {
+        text.push_str("sandbox: off\n");
+    }
     match Oid::hash_object(git2::ObjectType::Blob, text.as_bytes()) {
         Ok(id) => id.to_string(),
         Err(_) => text,

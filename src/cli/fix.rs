@@ -4,12 +4,12 @@ use super::CliError;
 use crate::agent::{Budget, SYSTEM_PROMPT};
 use crate::brief::{Brief, Instructions, DEFAULT_MAP_TOKENS};
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
-use crate::prepare::{settings_at, tests_at, PrepareError, TestsAt};
+use crate::prepare::{plan_at, settings_at, tests_at, tests_for_plan, PrepareError, TestsAt};
 use crate::run::{execute, RunPlan};
 use crate::settings::{parse_dollars, Layer, Settings};
 use crate::workspace::{
     base_reader, check_branch_free, open_user_repo, resolve_base, snapshot_working_tree,
-    uncommitted, BaseInfo,
+    uncommitted, BaseInfo, SetupError,
 };
 use clap::Args;
 use git2::Repository;
@@ -257,18 +257,35 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         args.max_command_timeout,
     )
     .map_err(usage)?;
-    let (regular_files, base_read) = base_reader(&repo, base.id)?;
-    let brief = Brief::new(
-        regular_files,
-        base_read,
-        args.map_tokens,
-        budget.context_window,
-    );
+    let sandbox = match args.sandbox {
+        SandboxFlag::On => crate::sandbox::Mode::On,
+        SandboxFlag::Off => crate::sandbox::Mode::Off,
+    };
+    let (tests_at, tested_as, passed_before) = if earlier.is_none() && args.if_failing {
+        tests_unless_passed(&repo, base.id, &settings, sandbox)?
+    } else {
+        let tests_at = tests_at(&repo, base.id, &settings, &mut None).map_err(prepare_error)?;
+        let tested_as = crate::check::identity(&tests_at.plan, &settings, sandbox);
+        (tests_at, tested_as, None)
+    };
+    let brief = match passed_before {
+        // Never sent: the model is not asked.
+        Some(_) => Brief::new(Vec::new(), Box::new(|_| None), 0, None),
+        None => {
+            let (regular_files, base_read) = base_reader(&repo, base.id)?;
+            Brief::new(
+                regular_files,
+                base_read,
+                args.map_tokens,
+                budget.context_window,
+            )
+        }
+    };
     let TestsAt {
         plan: tests,
         protection,
         allow_write,
-    } = tests_at(&repo, base.id, &settings, &mut None).map_err(prepare_error)?;
+    } = tests_at;
     let (run_id, branch, task, resume) = match earlier {
         Some(attempt) => (
             attempt.run_id,
@@ -287,6 +304,8 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         }
     };
     Ok(RunPlan {
+        tested_as,
+        passed_before,
         repo,
         base,
         branch,
@@ -310,13 +329,37 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         run_hooks: !args.no_verify,
         notes: Vec::new(),
         resume,
-        sandbox: match args.sandbox {
-            SandboxFlag::On => crate::sandbox::Mode::On,
-            SandboxFlag::Off => crate::sandbox::Mode::Off,
-        },
+        sandbox,
         allow_write,
         max_file_size: settings.max_file_size,
     })
+}
+
+/// For `--if-failing`: the tests of `base`, the key of their passes, and the summary of the
+/// pass the record holds for the base's tree under that key, if any. With one, nothing will
+/// run, so the protection (which costs a walk of the whole tree) is left empty.
+fn tests_unless_passed(
+    repo: &Repository,
+    base: git2::Oid,
+    settings: &Settings,
+    sandbox: crate::sandbox::Mode,
+) -> Result<(TestsAt, String, Option<String>), CliError> {
+    let mut python = None;
+    let plan = plan_at(repo, base, settings, &mut python).map_err(prepare_error)?;
+    let tested_as = crate::check::identity(&plan, settings, sandbox);
+    let tree = repo.find_commit(base).map_err(SetupError::from)?.tree_id();
+    if let Some(found) = crate::workspace::tested(repo, tree, &tested_as) {
+        let protection = crate::guard::Protection::new(&[], &[]).map_err(CliError::Usage)?;
+        let nothing = TestsAt {
+            plan,
+            protection,
+            allow_write: Vec::new(),
+        };
+        return Ok((nothing, tested_as, Some(found.summary)));
+    }
+    let tests_at =
+        tests_for_plan(repo, base, settings, &mut python, plan).map_err(prepare_error)?;
+    Ok((tests_at, tested_as, None))
 }
 
 /// A run that stopped, to go on with: its branch, id, base, task and conversation.

@@ -26,7 +26,7 @@ fn parse_age(text: &str) -> Result<i64, String> {
 }
 
 /// Removes the work trees, temp dirs and cgroups of runs that are gone (killed, or the machine
-/// went down); a run still going keeps everything. Branches stay unless --older-than or
+/// went down), and the work trees kept for the next runs; a run still going keeps everything. Branches stay unless --older-than or
 /// --failed asks for them.
 pub fn run(args: GcArgs) -> Result<u8, CliError> {
     let repo = match &args.repo {
@@ -37,6 +37,16 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
     };
     let swept = crate::run::sweep_leftovers(repo.as_ref());
     println!("agent-git gc: {}", swept.describe());
+    if let Some(repo) = &repo {
+        let emptied = crate::workspace::pool::empty(repo);
+        if !emptied.is_empty() {
+            let paths: Vec<String> = emptied.iter().map(|p| p.display().to_string()).collect();
+            println!(
+                "agent-git gc: removed the work trees kept for the next runs: {}",
+                paths.join(", ")
+            );
+        }
+    }
     let deletes_runs = args.failed || args.older_than.is_some();
     match repo {
         Some(repo) if deletes_runs => delete_runs(&repo, &args),

@@ -65,6 +65,8 @@ pub struct Verifier<'a> {
     /// Each tree tested in this run and its result (before the inventory is applied): a
     /// tree is never tested twice.
     tested: RefCell<std::collections::HashMap<git2::Oid, TestResult>>,
+    /// The base's result, when it was tested before the work tree existed.
+    adopted: RefCell<Option<TestResult>>,
 }
 
 impl<'a> Verifier<'a> {
@@ -100,13 +102,28 @@ impl<'a> Verifier<'a> {
             tester,
             inventory: RefCell::new(None),
             tested: RefCell::new(std::collections::HashMap::new()),
+            adopted: RefCell::new(None),
         })
+    }
+
+    /// The base's result from a test run before the work tree existed (`fix --if-failing`):
+    /// `baseline` takes it instead of testing the base a second time.
+    pub fn adopt_baseline(&self, result: TestResult) {
+        *self.adopted.borrow_mut() = Some(result);
     }
 
     /// The run before any change: the tests it names become the inventory.
     pub fn baseline(&self) -> Result<TestResult, VerifyError> {
         // The base's tree, also when a resumed run starts from a branch with edits on it.
-        let mut result = self.test_once(self.workspace.base_tree()?)?;
+        let adopted = self.adopted.borrow_mut().take();
+        let mut result = match adopted {
+            Some(result) => {
+                let base = self.workspace.base_tree()?;
+                self.tested.borrow_mut().insert(base, result.clone());
+                result
+            }
+            None => self.test_once(self.workspace.base_tree()?)?,
+        };
         let inventory = Inventory::of(&result);
         result.exit_code_only = inventory.as_ref().is_none_or(Inventory::is_empty);
         *self.inventory.borrow_mut() = inventory;

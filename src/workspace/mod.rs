@@ -9,6 +9,7 @@ mod dirty;
 pub mod discard;
 pub mod land;
 pub mod notes;
+pub mod pool;
 mod restore;
 mod setup;
 mod tested;

@@ -124,7 +124,7 @@ impl Workspace {
         check_branch_free(repo, branch)?;
         let base_commit = repo.find_commit(base)?;
         repo.branch(branch, &base_commit, false)?;
-        Self::attach(repo, base, branch, run_id, true)
+        attach(repo, base, branch, run_id, true)
     }
 
     /// A work tree on the branch of an earlier attempt, to go on where it stopped. The branch
@@ -135,55 +135,55 @@ impl Workspace {
         branch: &str,
         run_id: &str,
     ) -> Result<Workspace, SetupError> {
-        Self::attach(repo, base, branch, run_id, false)
+        attach(repo, base, branch, run_id, false)
     }
+}
 
-    /// Checks `branch` out in a linked worktree of its own, under a lease; `fresh` when the
-    /// branch was made for this run (and goes again if the worktree cannot be made).
-    fn attach(
-        repo: &Repository,
-        base: Oid,
-        branch: &str,
-        run_id: &str,
-        fresh: bool,
-    ) -> Result<Workspace, SetupError> {
-        let common_dir = repo.commondir().to_path_buf();
-        let worktree_name = format!("agent-git-{run_id}");
-        let parent = common_dir.join("agent-git");
-        std::fs::create_dir_all(&parent).map_err(|e| SetupError::Io(parent.clone(), e))?;
-        let worktree_path = parent.join(run_id);
-        let lease_path = parent.join(format!("{run_id}.lease"));
-        let lease = crate::leftovers::Lease::take(&lease_path)
-            .map_err(|e| SetupError::Io(lease_path.clone(), e))?;
-        let reference = repo
-            .find_branch(branch, BranchType::Local)?
-            .into_reference();
-        let mut opts = WorktreeAddOptions::new();
-        opts.reference(Some(&reference));
-        let added = repo.worktree(&worktree_name, &worktree_path, Some(&opts));
-        if let Err(e) = added {
-            // Leave nothing behind: a branch made for this run holds nothing yet.
-            if fresh {
-                let _ = repo
-                    .find_branch(branch, BranchType::Local)
-                    .and_then(|mut b| b.delete());
-            }
-            let _ = std::fs::remove_file(&lease_path);
-            return Err(e.into());
+/// Checks `branch` out in a linked worktree of its own, under a lease; `fresh` when the
+/// branch was made for this run (and goes again if the worktree cannot be made).
+pub(super) fn attach(
+    repo: &Repository,
+    base: Oid,
+    branch: &str,
+    run_id: &str,
+    fresh: bool,
+) -> Result<Workspace, SetupError> {
+    let common_dir = repo.commondir().to_path_buf();
+    let worktree_name = format!("agent-git-{run_id}");
+    let parent = common_dir.join("agent-git");
+    std::fs::create_dir_all(&parent).map_err(|e| SetupError::Io(parent.clone(), e))?;
+    let worktree_path = parent.join(run_id);
+    let lease_path = parent.join(format!("{run_id}.lease"));
+    let lease = crate::leftovers::Lease::take(&lease_path)
+        .map_err(|e| SetupError::Io(lease_path.clone(), e))?;
+    let reference = repo
+        .find_branch(branch, BranchType::Local)?
+        .into_reference();
+    let mut opts = WorktreeAddOptions::new();
+    opts.reference(Some(&reference));
+    let added = repo.worktree(&worktree_name, &worktree_path, Some(&opts));
+    if let Err(e) = added {
+        // Leave nothing behind: a branch made for this run holds nothing yet.
+        if fresh {
+            let _ = repo
+                .find_branch(branch, BranchType::Local)
+                .and_then(|mut b| b.delete());
         }
-        let wt_repo = Repository::open(&worktree_path)?;
-        Ok(Workspace {
-            repo: wt_repo,
-            run_id: run_id.to_string(),
-            branch: branch.to_string(),
-            base,
-            worktree_path,
-            worktree_name,
-            common_dir,
-            max_file_size: super::DEFAULT_MAX_FILE_SIZE,
-            lease: Some((lease, lease_path)),
-        })
+        let _ = std::fs::remove_file(&lease_path);
+        return Err(e.into());
     }
+    let wt_repo = Repository::open(&worktree_path)?;
+    Ok(Workspace {
+        repo: wt_repo,
+        run_id: run_id.to_string(),
+        branch: branch.to_string(),
+        base,
+        worktree_path,
+        worktree_name,
+        common_dir,
+        max_file_size: super::DEFAULT_MAX_FILE_SIZE,
+        lease: Some((lease, lease_path)),
+    })
 }
 
 /// Removes the work trees that runs now gone left in `repo` (killed, or the machine went
@@ -199,6 +199,7 @@ pub fn sweep_abandoned_worktrees(repo: &Repository) -> Vec<String> {
         let Some(run_id) = path
             .file_name()
             .and_then(|n| n.to_str())
+            .filter(|n| !super::pool::is_slot_lease(n))
             .and_then(|n| n.strip_suffix(".lease"))
         else {
             continue;
@@ -210,6 +211,7 @@ pub fn sweep_abandoned_worktrees(repo: &Repository) -> Vec<String> {
             swept.push(run_id.to_string());
         }
     }
+    super::pool::release_abandoned(repo);
     swept.sort();
     swept
 }

@@ -1,0 +1,331 @@
+//! Work trees kept from run to run: a run that ends hands its work tree back, detached, and
+//! the next run on the repository takes it, writing only the paths that differ from what it
+//! holds instead of checking out every file again. Before a run sees it, everything an
+//! earlier run left there (untracked and ignored files, links, a planted `.git`, changed
+//! tracked files) is removed, so it looks exactly like a fresh checkout. Each slot has a lock
+//! file: two runs never share a tree, and a run that dies lets go of its slot.
+
+use super::setup::{check_branch_free, SetupError};
+use super::Workspace;
+use crate::leftovers::{remove_forcibly, Lease};
+use git2::build::CheckoutBuilder;
+use git2::{BranchType, Oid, Repository, Status, StatusOptions, WorktreeAddOptions};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// How many work trees a repository keeps: one per run going on at the same time.
+pub const SIZE: usize = 2;
+
+/// A pool slot held by a run: its tree is the run's until the slot is handed back.
+#[derive(Debug)]
+pub struct Slot {
+    _lock: Lease,
+    index: usize,
+}
+
+/// The git name of slot `k`'s work tree, as `git worktree list` shows its path.
+fn name_of(k: usize) -> String {
+    format!("agent-git-pool-{k}")
+}
+
+fn parent_of(repo: &Repository) -> PathBuf {
+    repo.commondir().join("agent-git")
+}
+
+fn path_of(repo: &Repository, k: usize) -> PathBuf {
+    parent_of(repo).join(format!("pool-{k}"))
+}
+
+fn lock_of(repo: &Repository, k: usize) -> PathBuf {
+    parent_of(repo).join(format!("pool-{k}.lease"))
+}
+
+/// Whether a lease file name in `agent-git/` is a pool slot's (never a run's).
+pub fn is_slot_lease(name: &str) -> bool {
+    name.starts_with("pool-") && name.ends_with(".lease")
+}
+
+impl Workspace {
+    /// The run's work tree on `branch` (made at `base` when `fresh`): a pooled one when a slot
+    /// is free, else one of its own as `create` and `resume` make. The slot comes back with it.
+    pub fn take(
+        repo: &Repository,
+        base: Oid,
+        branch: &str,
+        run_id: &str,
+        fresh: bool,
+    ) -> Result<(Workspace, Option<Slot>), SetupError> {
+        if fresh {
+            check_branch_free(repo, branch)?;
+            repo.branch(branch, &repo.find_commit(base)?, false)?;
+        }
+        let parent = parent_of(repo);
+        std::fs::create_dir_all(&parent).map_err(|e| SetupError::Io(parent.clone(), e))?;
+        for k in 1..=SIZE {
+            // A slot that is busy, or whose lock cannot be had at all, is passed over.
+            let Ok(Some(held)) = Lease::hold(&lock_of(repo, k)) else {
+                continue;
+            };
+            let slot = Slot {
+                _lock: held,
+                index: k,
+            };
+            let lease_path = parent.join(format!("{run_id}.lease"));
+            let lease = Lease::take(&lease_path).map_err(|e| SetupError::Io(lease_path.clone(), e));
+            return match lease.and_then(|lease| Ok((lease, fill(repo, k, branch)?))) {
+                Ok((lease, tree)) => {
+                    let lease = (lease, lease_path);
+                    Ok((
+                        in_slot(repo, tree, base, branch, run_id, k, lease),
+                        Some(slot),
+                    ))
+                }
+                Err(e) => {
+                    // Leave nothing behind: a branch made for this run holds nothing yet.
+                    if fresh {
+                        delete_branch(repo, branch);
+                    }
+                    let _ = std::fs::remove_file(&lease_path);
+                    Err(e)
+                }
+            };
+        }
+        let workspace = super::setup::attach(repo, base, branch, run_id, fresh)?;
+        Ok((workspace, None))
+    }
+}
+
+/// The workspace of a run in slot `k`, under the run's own lease (which says it is going on).
+fn in_slot(
+    repo: &Repository,
+    tree: Repository,
+    base: Oid,
+    branch: &str,
+    run_id: &str,
+    k: usize,
+    lease: (Lease, PathBuf),
+) -> Workspace {
+    Workspace {
+        repo: tree,
+        run_id: run_id.to_string(),
+        branch: branch.to_string(),
+        base,
+        worktree_path: path_of(repo, k),
+        worktree_name: name_of(k),
+        common_dir: repo.commondir().to_path_buf(),
+        max_file_size: super::DEFAULT_MAX_FILE_SIZE,
+        lease: Some(lease),
+    }
+}
+
+/// Slot `k`'s tree on `branch`: the pooled one made clean, or, when there is none or it
+/// cannot be trusted, a fresh checkout in its place.
+fn fill(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupError> {
+    if let Ok(tree) = reuse(repo, k, branch) {
+        return Ok(tree);
+    }
+    clear(repo, k);
+    let path = path_of(repo, k);
+    let reference = repo
+        .find_branch(branch, BranchType::Local)?
+        .into_reference();
+    let mut opts = WorktreeAddOptions::new();
+    opts.reference(Some(&reference));
+    repo.worktree(&name_of(k), &path, Some(&opts))?;
+    Ok(Repository::open(&path)?)
+}
+
+/// The pooled tree of slot `k`, emptied of whatever an earlier run left and checked out on
+/// `branch`: only the paths that differ from the commit it holds are written.
+fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupError> {
+    let path = path_of(repo, k);
+    let admin = repo.commondir().join("worktrees").join(name_of(k));
+    if !admin.join("HEAD").is_file() || !path.is_dir() {
+        return Err(SetupError::Io(path, std::io::ErrorKind::NotFound.into()));
+    }
+    let tree = open_slot(repo, k)?;
+    let held = tree.head()?.peel_to_tree()?;
+    remove_leftovers(&tree, &path)?;
+    let mut index = tree.index()?;
+    if index.write_tree()? != held.id() {
+        index.read_tree(&held)?;
+        index.write()?;
+    }
+    // Found through the tree's own handle: libgit2 checks out only its own objects.
+    let target = tree
+        .find_branch(branch, BranchType::Local)?
+        .get()
+        .peel_to_tree()?;
+    // HEAD still names what the tree holds: libgit2 takes it as the baseline, and writes only
+    // what differs from it (and what the sweep above removed).
+    let mut checkout = CheckoutBuilder::new();
+    checkout.force();
+    tree.checkout_tree(target.as_object(), Some(&mut checkout))?;
+    tree.set_head(&format!("refs/heads/{branch}"))?;
+    drop((held, target, index));
+    Ok(tree)
+}
+
+/// Slot `k`'s tree, opened through a link to its git dir written again: a run may have
+/// planted its own, to another repository.
+fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
+    let admin = repo.commondir().join("worktrees").join(name_of(k));
+    let dot_git = path_of(repo, k).join(".git");
+    remove_forcibly(&dot_git).map_err(|e| SetupError::Io(dot_git.clone(), e))?;
+    let link = format!("gitdir: {}\n", admin.display());
+    std::fs::write(&dot_git, link).map_err(|e| SetupError::Io(dot_git.clone(), e))?;
+    Ok(Repository::open(path_of(repo, k))?)
+}
+
+/// Removes every path of the tree that differs from its index: untracked and ignored files
+/// and folders whole (links removed, never followed), and changed tracked files, which the
+/// checkout then writes again.
+fn remove_leftovers(tree: &Repository, root: &Path) -> Result<(), SetupError> {
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true)
+        .include_ignored(true)
+        .recurse_untracked_dirs(false)
+        .recurse_ignored_dirs(false)
+        .exclude_submodules(true);
+    let statuses = tree.statuses(Some(&mut opts))?;
+    for entry in statuses.iter() {
+        if entry.status() == Status::WT_DELETED {
+            continue;
+        }
+        let rel = std::ffi::OsStr::from_bytes(entry.path_bytes());
+        let path = root.join(Path::new(rel).components().as_path());
+        remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
+    }
+    remove_nested_git(tree, root)
+}
+
+/// Removes a `.git` planted in a tracked folder, which git's status never reports (it takes
+/// the folder for another repository's): each folder the index holds files in is looked at.
+fn remove_nested_git(tree: &Repository, root: &Path) -> Result<(), SetupError> {
+    let index = tree.index()?;
+    let mut folders: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+    for entry in index.iter() {
+        let mut path = entry.path.as_slice();
+        while let Some(cut) = path.iter().rposition(|b| *b == b'/') {
+            path = &path[..cut];
+            if !folders.insert(path.to_vec()) {
+                break; // its parents are in already
+            }
+        }
+    }
+    for folder in folders {
+        let planted = root.join(std::ffi::OsStr::from_bytes(&folder)).join(".git");
+        if std::fs::symlink_metadata(&planted).is_ok() {
+            remove_forcibly(&planted).map_err(|e| SetupError::Io(planted.clone(), e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Slot `k` without a tree: its work tree unregistered and its folder gone.
+fn clear(repo: &Repository, k: usize) {
+    if let Ok(worktree) = repo.find_worktree(&name_of(k)) {
+        let mut prune = git2::WorktreePruneOptions::new();
+        prune.valid(true).locked(true).working_tree(true);
+        let _ = worktree.prune(Some(&mut prune));
+    }
+    // What git could not prune (a git dir it does not take for a work tree's) would stop the
+    // next `worktree add` of this name.
+    let _ = remove_forcibly(&repo.commondir().join("worktrees").join(name_of(k)));
+    let _ = remove_forcibly(&path_of(repo, k));
+}
+
+fn delete_branch(repo: &Repository, branch: &str) {
+    let _ = repo
+        .find_branch(branch, BranchType::Local)
+        .and_then(|mut b| b.delete());
+}
+
+/// The end of a run's hold on its work tree: a pooled one goes back to the pool emptied of
+/// what the run left and detached (its branch is then checked out nowhere), any other is
+/// removed. The branch stays.
+pub fn finish(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::WorkspaceError> {
+    let Some(slot) = slot else {
+        return workspace.remove_worktree();
+    };
+    let handed_back = give_back(&workspace);
+    if handed_back.is_err() {
+        // A tree that cannot be handed back clean is not kept.
+        clear(&Repository::open(&workspace.common_dir)?, slot.index);
+    }
+    workspace.forget_lease();
+    drop(slot);
+    handed_back
+}
+
+/// Nothing the run made outlives it (its branch may name a file there by its absolute path,
+/// which must fail elsewhere as it fails here), and the tree holds no branch.
+fn give_back(workspace: &Workspace) -> Result<(), super::WorkspaceError> {
+    remove_leftovers(&workspace.repo, &workspace.worktree_path).map_err(|e| {
+        super::WorkspaceError::Unsafe(format!("cannot empty the work tree for the pool: {e}"))
+    })?;
+    let head = workspace.head()?;
+    Ok(workspace.repo.set_head_detached(head)?)
+}
+
+/// `finish`, and the branch deleted: for a run that made nothing worth keeping.
+pub fn discard(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::WorkspaceError> {
+    let common = workspace.common_dir.clone();
+    let branch = workspace.branch.clone();
+    finish(workspace, slot)?;
+    let main = Repository::open(&common)?;
+    main.find_branch(&branch, BranchType::Local)?.delete()?;
+    Ok(())
+}
+
+/// Hands back the slots whose run died holding them, as `finish` would have (their branch
+/// would stay checked out there, and could be neither resumed nor discarded).
+pub fn release_abandoned(repo: &Repository) {
+    for k in 1..=SIZE {
+        let lock = lock_of(repo, k);
+        if !lock.is_file() {
+            continue;
+        }
+        let Ok(Some(_held)) = Lease::hold(&lock) else {
+            continue;
+        };
+        if !path_of(repo, k).is_dir() {
+            continue;
+        }
+        let Ok(tree) = open_slot(repo, k) else {
+            clear(repo, k);
+            continue;
+        };
+        let head = tree.head().ok().and_then(|h| h.target());
+        if let (Ok(false), Some(commit)) = (tree.head_detached(), head) {
+            let path = path_of(repo, k);
+            let emptied = remove_leftovers(&tree, &path).is_ok();
+            if !emptied || tree.set_head_detached(commit).is_err() {
+                clear(repo, k);
+            }
+        }
+    }
+}
+
+/// Removes every pooled tree no run holds (`agent-git gc`), and says which.
+pub fn empty(repo: &Repository) -> Vec<PathBuf> {
+    let mut emptied = Vec::new();
+    for k in 1..=SIZE {
+        let lock = lock_of(repo, k);
+        if !lock.is_file() {
+            continue;
+        }
+        let Ok(Some(_held)) = Lease::hold(&lock) else {
+            continue;
+        };
+        let path = path_of(repo, k);
+        let existed = path.exists();
+        clear(repo, k);
+        // Removed while held: a run that opened it meanwhile finds the lock gone and moves on.
+        let _ = std::fs::remove_file(&lock);
+        if existed {
+            emptied.push(path);
+        }
+    }
+    emptied
+}

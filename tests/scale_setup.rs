@@ -1,0 +1,296 @@
+//! Run set-up that costs little however large the repository: a run hands its work tree to the
+//! next one (which sees exactly its base, nothing an earlier run left), two runs at once never
+//! share one, gc empties the pool, and `--if-failing` on a passing repository answers without
+//! a branch or a work tree, from the record of passes when it can.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const CHECK: &str = "python3 -c 'import calc; assert calc.add(2, 3) == 5'";
+
+fn run(id: &str, command: &str) -> Value {
+    tool(id, "run_command", json!({"command": command}))
+}
+
+/// The calculator with a package and ignore rules for what builds leave.
+fn repo(env: &TestEnv) -> PathBuf {
+    env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            (".gitignore", "build/\n.venv/\n*.pyc\n"),
+            ("src/pkg/mod.py", "VALUE = 1\n"),
+        ],
+    )
+}
+
+/// The work tree a run said it worked in.
+fn work_tree(stderr: &str) -> PathBuf {
+    let at = stderr.find("(work tree ").expect("a work tree line") + "(work tree ".len();
+    let rest = &stderr[at..];
+    PathBuf::from(&rest[..rest.find(")\n").unwrap()])
+}
+
+/// The work trees git knows besides the user's checkout.
+fn linked_trees(env: &TestEnv, repo: &Path) -> Vec<String> {
+    let list = env.git(repo, &["worktree", "list", "--porcelain"]);
+    let trees: Vec<String> = list
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .map(String::from)
+        .collect();
+    trees[1..].to_vec()
+}
+
+/// Everything an earlier run could leave in its work tree: ignored builds and a venv, a link
+/// out, a folder nobody may read, a nested repository, a planted `.git` in a tracked folder,
+/// the tree's own `.git` pointing elsewhere, and a tracked file changed behind git's back
+/// (same size, same modification time) and one made executable.
+fn plant_leftovers(tree: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for dir in [
+        "build/locked",
+        ".venv/bin",
+        "src/pkg/__pycache__",
+        "nested/.git",
+        "src/.git",
+    ] {
+        std::fs::create_dir_all(tree.join(dir)).unwrap();
+    }
+    std::fs::write(tree.join("build/out.o"), "object").unwrap();
+    std::fs::write(tree.join(".venv/bin/python"), "#!/bin/sh\n").unwrap();
+    std::fs::write(tree.join("src/pkg/__pycache__/mod.pyc"), "cache").unwrap();
+    std::fs::write(tree.join("nested/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(tree.join("src/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(tree.join("stray.txt"), "from another run").unwrap();
+    std::os::unix::fs::symlink("/etc", tree.join("src/pkg/out")).unwrap();
+    std::fs::set_permissions(tree.join("build/locked"), PermissionsExt::from_mode(0o000)).unwrap();
+    let module = tree.join("src/pkg/mod.py");
+    let mtime = std::fs::metadata(&module).unwrap().modified().unwrap();
+    std::fs::write(&module, "VALUE = 2\n").unwrap();
+    let file = std::fs::File::options().write(true).open(&module).unwrap();
+    file.set_modified(mtime).unwrap();
+    let ignore = tree.join(".gitignore");
+    std::fs::set_permissions(&ignore, PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::remove_file(tree.join(".git")).unwrap();
+    std::fs::write(tree.join(".git"), "gitdir: /nonexistent\n").unwrap();
+}
+
+const LIST: &str = "find . -path ./.git -prune -o -print | LC_ALL=C sort; \
+    stat -c '%a %n' .gitignore src/pkg/mod.py; cat src/pkg/mod.py";
+
+#[test]
+fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let base = env.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let before = UserState::capture(&env, &repo);
+    let first = env.fix_scripted(
+        &repo,
+        "agent/one",
+        json!([
+            calls(
+                "Build things.",
+                vec![run(
+                    "build",
+                    "mkdir -p build && echo o > build/a.o && echo n > notes.txt"
+                )]
+            ),
+            end_turn("Done."),
+        ]),
+        &["--test-cmd", CHECK],
+    );
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    assert!(tree.exists(), "the tree stays for the next run");
+    assert!(
+        !env.git(&tree, &["status", "--porcelain=v2", "--branch"])
+            .contains("branch.head agent/one"),
+        "a pooled tree holds no branch"
+    );
+    plant_leftovers(&tree);
+    // A file no run changed keeps its old time in a reused tree; a fresh checkout writes it now.
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(978_307_200);
+    let untouched = tree.join("test_calc.py");
+    let file = std::fs::File::options()
+        .write(true)
+        .open(&untouched)
+        .unwrap();
+    file.set_modified(old).unwrap();
+
+    let second = env.fix_scripted(
+        &repo,
+        "agent/two",
+        json!([
+            calls("Look first.", vec![run("list", LIST), fix_add()]),
+            end_turn("Fixed.")
+        ]),
+        &["--test-cmd", CHECK],
+    );
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    assert_eq!(
+        work_tree(&second.stderr()),
+        tree,
+        "the same tree, taken from the pool"
+    );
+    let kept = std::fs::metadata(&untouched).unwrap().modified().unwrap();
+    assert_eq!(kept, old, "only the paths that differ were written");
+    let (_, listing) = &second.results()["list"];
+    let expected = ".\n./.gitignore\n./calc.py\n./src\n./src/pkg\n./src/pkg/mod.py\n\
+                    ./test_calc.py\n644 .gitignore\n644 src/pkg/mod.py\nVALUE = 1\n";
+    assert!(
+        listing.contains(expected),
+        "the model saw leftovers: {listing}"
+    );
+    let changed = env.git(&repo, &["diff", "--name-only", &base, "agent/two"]);
+    assert_eq!(
+        changed, "calc.py\n",
+        "nothing of the first run reached the second branch"
+    );
+    assert_eq!(env.git(&repo, &["rev-parse", "agent/two~2"]).trim(), base);
+    assert_eq!(linked_trees(&env, &repo), vec![tree.display().to_string()]);
+    assert_eq!(UserState::capture(&env, &repo), before);
+}
+
+#[test]
+fn two_runs_at_once_never_share_a_tree_and_gc_empties_the_pool() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let before = UserState::capture(&env, &repo);
+    let start = |name: &str| {
+        let script = env.script(
+            &format!("{name}.json"),
+            json!([
+                calls("Wait.", vec![run("wait", "sleep 3")]),
+                calls("Fix.", vec![fix_add()]),
+                end_turn("Done."),
+            ]),
+        );
+        env.fix_cmd(
+            &repo,
+            &script,
+            &format!("agent/{name}"),
+            &["--test-cmd", CHECK],
+        )
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (a, b) = (start("a"), start("b"));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}\n{}",
+        stderr(&a),
+        stderr(&b)
+    );
+    let (tree_a, tree_b) = (work_tree(&stderr(&a)), work_tree(&stderr(&b)));
+    assert_ne!(tree_a, tree_b, "{}\n{}", stderr(&a), stderr(&b));
+    assert_eq!(linked_trees(&env, &repo).len(), 2, "both went to the pool");
+
+    let gc = env.agent(&repo, &["gc"]);
+    assert_eq!(code(&gc), 0, "{}", stderr(&gc));
+    assert!(
+        stdout(&gc).contains("kept for the next runs"),
+        "{}",
+        stdout(&gc)
+    );
+    assert!(linked_trees(&env, &repo).is_empty());
+    assert!(!tree_a.exists() && !tree_b.exists());
+    for branch in ["agent/a", "agent/b"] {
+        env.git(&repo, &["rev-parse", "--verify", branch]);
+    }
+    assert_eq!(UserState::capture(&env, &repo), before);
+}
+
+fn if_failing(env: &TestEnv, repo: &Path, command: &str, extra: &[&str]) -> (Value, String) {
+    let script = env.script("none.json", json!([]));
+    let mut args = vec!["--if-failing", "--json", "--test-cmd", command];
+    args.extend_from_slice(extra);
+    let out = env.fix(repo, &script, "agent/if-failing", &args);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    (serde_json::from_str(&stdout(&out)).unwrap(), stderr(&out))
+}
+
+#[test]
+fn if_failing_on_a_passing_repository_needs_no_work_tree_and_answers_from_the_record_next() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[("calc.py", CALC_FIXED), ("test_calc.py", TEST_CALC)],
+    );
+    let before = UserState::capture(&env, &repo);
+    let no_trace = || {
+        assert!(linked_trees(&env, &repo).is_empty());
+        assert!(!repo.join(".git/agent-git/pool-1").exists());
+        assert_eq!(env.git(&repo, &["branch", "--list", "agent/*"]), "");
+    };
+
+    let (first, said) = if_failing(&env, &repo, CHECK, &[]);
+    assert_eq!(first["outcome"], "already-passing");
+    assert_eq!(first["tests"]["cached"], false);
+    assert!(!said.contains("work tree"), "{said}");
+    no_trace();
+
+    let (second, said) = if_failing(&env, &repo, CHECK, &[]);
+    assert_eq!(second["outcome"], "already-passing");
+    assert_eq!(second["tests"]["cached"], true, "{second}");
+    assert!(
+        !said.contains("tests before any change"),
+        "nothing ran: {said}"
+    );
+    no_trace();
+
+    let other = format!("{CHECK} && true");
+    let (changed, _) = if_failing(&env, &repo, &other, &[]);
+    assert_eq!(
+        changed["tests"]["cached"], false,
+        "another command is another question"
+    );
+    let (unconfined, _) = if_failing(&env, &repo, CHECK, &["--sandbox", "off"]);
+    assert_eq!(
+        unconfined["tests"]["cached"], false,
+        "so are tests without the sandbox"
+    );
+    no_trace();
+    assert_eq!(UserState::capture(&env, &repo), before);
+}
+
+#[test]
+fn if_failing_on_a_failing_repository_tests_the_base_once() {
+    let env = TestEnv::new();
+    let log = env.path().join("log");
+    std::fs::create_dir(&log).unwrap();
+    // Each test run says whether it tested the base (the adder still subtracts) or the fix.
+    let counted = format!(
+        "(grep -qs 'a - b' *.py && echo base || echo fix) >> {}/runs; {CHECK}",
+        log.display()
+    );
+    let runs = |extra: &[&str], branch: &str| {
+        let _ = std::fs::remove_file(log.join("runs"));
+        let repo = env.repo(branch, &[("calc.py", CALC), ("test_calc.py", TEST_CALC)]);
+        let before = UserState::capture(&env, &repo);
+        let mut args = vec![
+            "--test-cmd",
+            &counted,
+            "--allow-write",
+            log.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = env.fix_scripted(
+            &repo,
+            "agent/fix",
+            json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+            &args,
+        );
+        assert_eq!(out.code(), 0, "{}", out.stderr());
+        assert_eq!(UserState::capture(&env, &repo), before);
+        let log = std::fs::read_to_string(log.join("runs")).unwrap();
+        log.lines().filter(|l| *l == "base").count()
+    };
+    assert_eq!(runs(&[], "a"), 1);
+    assert_eq!(runs(&["--if-failing"], "b"), 1, "the base is tested once");
+}
