@@ -76,33 +76,38 @@ pub fn tree_files(repo: &Repository, commit: Oid) -> Result<Vec<String>, SetupEr
 }
 
 /// The regular files of a commit and a reader of their text, for what the model is told first.
-/// The reader has a repository handle of its own and finds each blob by its id, without a
-/// tree walk per file.
+/// The reader has a repository handle of its own and looks each path up in the commit's tree
+/// when asked: the brief reads a few hundred files at most, and a table of every blob would
+/// cost memory in proportion to the repository.
 pub fn base_reader(
     repo: &Repository,
     commit: Oid,
 ) -> Result<(Vec<String>, crate::brief::Reader), SetupError> {
     let tree = repo.find_commit(commit)?.tree()?;
-    let mut blobs = std::collections::HashMap::new();
     let mut paths = Vec::new();
     tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-        let regular = matches!(
-            entry.filemode(),
-            0o100644 | 0o100755 // not links, not submodules
-        );
-        if let (true, Ok(name)) = (regular, entry.name()) {
-            let path = format!("{dir}{name}");
-            blobs.insert(path.clone(), entry.id());
-            paths.push(path);
+        if let (true, Ok(name)) = (is_regular(entry.filemode()), entry.name()) {
+            paths.push(format!("{dir}{name}"));
         }
         git2::TreeWalkResult::Ok
     })?;
     let own = Repository::open(repo.path())?;
+    let tree_id = tree.id();
     let read = move |path: &str| {
-        let blob = own.find_blob(*blobs.get(path)?).ok()?;
+        let tree = own.find_tree(tree_id).ok()?;
+        let entry = tree.get_path(Path::new(path)).ok()?;
+        if !is_regular(entry.filemode()) {
+            return None;
+        }
+        let blob = own.find_blob(entry.id()).ok()?;
         Some(String::from_utf8_lossy(blob.content()).into_owned())
     };
     Ok((paths, Box::new(read)))
+}
+
+/// A file's mode in a tree that is a regular file: not a link, not a submodule.
+fn is_regular(mode: i32) -> bool {
+    matches!(mode, 0o100644 | 0o100755)
 }
 
 pub fn read_blob(repo: &Repository, commit: Oid, path: &str) -> Option<Vec<u8>> {
