@@ -281,20 +281,13 @@ pub fn discard(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::Wo
 /// Hands back the slots whose run died holding them, as `finish` would have (their branch
 /// would stay checked out there, and could be neither resumed nor discarded).
 pub fn release_abandoned(repo: &Repository) {
-    for k in 1..=SIZE {
-        let lock = lock_of(repo, k);
-        if !lock.is_file() {
-            continue;
-        }
-        let Ok(Some(_held)) = Lease::hold(&lock) else {
-            continue;
-        };
+    for_each_unheld(repo, |k, _| {
         if !path_of(repo, k).is_dir() {
-            continue;
+            return;
         }
         let Ok(tree) = open_slot(repo, k) else {
             clear(repo, k);
-            continue;
+            return;
         };
         let head = tree.head().ok().and_then(|h| h.target());
         if let (Ok(false), Some(commit)) = (tree.head_detached(), head) {
@@ -304,28 +297,34 @@ pub fn release_abandoned(repo: &Repository) {
                 clear(repo, k);
             }
         }
+    });
+}
+
+/// Calls `f` with each slot that exists and that no run holds, holding it meanwhile.
+fn for_each_unheld(repo: &Repository, mut f: impl FnMut(usize, &Path)) {
+    for k in 1..=SIZE {
+        let lock = lock_of(repo, k);
+        if !lock.is_file() {
+            continue;
+        }
+        if let Ok(Some(_held)) = Lease::hold(&lock) {
+            f(k, &lock);
+        }
     }
 }
 
 /// Removes every pooled tree no run holds (`agent-git gc`), and says which.
 pub fn empty(repo: &Repository) -> Vec<PathBuf> {
     let mut emptied = Vec::new();
-    for k in 1..=SIZE {
-        let lock = lock_of(repo, k);
-        if !lock.is_file() {
-            continue;
-        }
-        let Ok(Some(_held)) = Lease::hold(&lock) else {
-            continue;
-        };
+    for_each_unheld(repo, |k, lock| {
         let path = path_of(repo, k);
         let existed = path.exists();
         clear(repo, k);
         // Removed while held: a run that opened it meanwhile finds the lock gone and moves on.
-        let _ = std::fs::remove_file(&lock);
+        let _ = std::fs::remove_file(lock);
         if existed {
             emptied.push(path);
         }
-    }
+    });
     emptied
 }
