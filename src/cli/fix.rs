@@ -268,6 +268,9 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         let tested_as = crate::check::identity(&tests_at.plan, &settings, sandbox);
         (tests_at, tested_as, None)
     };
+    if args.if_failing && !args.dirty && earlier.is_none() && passed_before.is_none() {
+        warn_of_uncommitted(&repo);
+    }
     let brief = match passed_before {
         // Never sent: the model is not asked.
         Some(_) => Brief::new(Vec::new(), Box::new(|_| None), 0, None),
@@ -437,6 +440,16 @@ fn starting_point(repo: &Repository, args: &FixArgs) -> Result<BaseInfo, CliErro
         return Ok(snapshot_working_tree(repo)?);
     }
     let base = resolve_base(repo, &args.base)?;
+    // With --if-failing, only once it is known that a run follows (see `fix_with`).
+    if !args.if_failing {
+        warn_of_uncommitted(repo);
+    }
+    Ok(base)
+}
+
+/// Says that uncommitted tracked changes are not part of the run: a status of the whole
+/// checkout, so it is left out where nothing will run.
+fn warn_of_uncommitted(repo: &Repository) {
     let changed = uncommitted(repo).unwrap_or_default();
     if !changed.is_empty() {
         eprintln!(
@@ -446,7 +459,6 @@ fn starting_point(repo: &Repository, args: &FixArgs) -> Result<BaseInfo, CliErro
             changed[0]
         );
     }
-    Ok(base)
 }
 
 /// Whether someone can answer the model's questions: asked for, and a terminal to ask at.
