@@ -23,9 +23,10 @@ fn commit(
     let protection = ctx.guard.protection();
     // Only that path is looked at; when it cannot be named inside the tree, all of it is.
     let paths: Vec<PathBuf> = in_tree(ctx.guard.root(), changed).into_iter().collect();
-    let changed = match paths.is_empty() {
-        true => Changed::Status,
-        false => Changed::Paths(&paths),
+    let changed = if paths.is_empty() {
+        Changed::Status
+    } else {
+        Changed::Paths(&paths)
     };
     let result = ctx
         .workspace()
@@ -57,13 +58,12 @@ fn commit(
     Ok(outcome)
 }
 
-/// `full` relative to the work tree `root`, its folder's links resolved (the name itself is
-/// kept: a link removed is the link's path).
+/// `full` relative to the work tree `root` (the guard's, already resolved), its folder's links
+/// resolved (the name itself is kept: a link removed is the link's path).
 fn in_tree(root: &Path, full: &Path) -> Option<PathBuf> {
-    let root = root.canonicalize().ok()?;
     let folder = full.parent()?.canonicalize().ok()?;
     let rel = folder.join(full.file_name()?);
-    rel.strip_prefix(&root).ok().map(Path::to_path_buf)
+    rel.strip_prefix(root).ok().map(Path::to_path_buf)
 }
 
 /// The guard's verdict, then what only git knows: a path git ignores cannot be committed, so

@@ -176,7 +176,7 @@ impl Workspace {
         restored.extend(self.restore_refs(before.head)?);
         let head_tree = self.repo.find_commit(before.head)?.tree()?;
         // One look at the work tree serves both: what to put back, and what to commit.
-        let changes = self.status_against_branch()?;
+        let changes = self.status_against_branch(&head_tree)?;
         let reverted = self.restore_protected(&changes, &head_tree, protection)?;
         let changed: Vec<PathBuf> = changes
             .into_iter()
@@ -250,14 +250,16 @@ impl Workspace {
         Ok(restored)
     }
 
-    /// Every path where the work tree or the index differs from the branch, with git's
-    /// status of it, found by the index's stat data (no unchanged file is read). Ignored files
-    /// are listed too, but ignored directories are not entered.
-    fn status_against_branch(&self) -> Result<Vec<(PathBuf, Status)>, WorkspaceError> {
+    /// Every path where the work tree or the index differs from `head_tree` (the branch's),
+    /// with git's status of it, found by the index's stat data (no unchanged file is read).
+    /// Ignored files are listed too, but ignored directories are not entered.
+    fn status_against_branch(
+        &self,
+        head_tree: &git2::Tree,
+    ) -> Result<Vec<(PathBuf, Status)>, WorkspaceError> {
         let mut index = self.repo.index()?;
         // As the file is now, whatever wrote it since.
         index.read(false)?;
-        let head_tree = self.repo.head()?.peel_to_tree()?;
         // The index follows the branch; rebuild it only if something else moved it, or marked
         // entries whose files git's status would then not look at.
         let hides = |e: &git2::IndexEntry| {
@@ -268,7 +270,7 @@ impl Workspace {
             // Cleared first: read_tree would keep the stat data and flags of entries whose
             // blob matches, which whoever wrote the index chose.
             index.clear()?;
-            index.read_tree(&head_tree)?;
+            index.read_tree(head_tree)?;
             index.write()?;
         }
         let mut opts = StatusOptions::new();
