@@ -7,7 +7,7 @@
 
 use super::{remove_entry, WorkspaceError, AGENT_EMAIL, AGENT_NAME as AGENT};
 use git2::build::CheckoutBuilder;
-use git2::{Oid, Repository, Status, StatusOptions};
+use git2::{Oid, Repository};
 use std::collections::BTreeSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::os::unix::ffi::OsStrExt;
@@ -35,7 +35,10 @@ const SETUP_INPUTS: &[&str] = &[
     "Gemfile.lock",
 ];
 
-type Snapshot = std::collections::HashMap<PathBuf, Stamp>;
+/// The tree's entries, each under a keyed hash of its relative path (`TreeWalk::key`): on a
+/// 100,000-file tree a table of paths costs three times the memory, and a test run cannot
+/// choose paths that collide with a key it never sees.
+type Snapshot = std::collections::HashMap<u64, Stamp>;
 
 /// What a walk of the tree calls for each entry: its relative and full path, its stat data,
 /// and the part of the walk's result that the thread which met it keeps.
@@ -49,22 +52,28 @@ enum Walk {
     SkipDir,
 }
 
-/// What a reset remembers of one entry of the tree.
+/// What a reset remembers of one entry of the tree (40 bytes: the snapshot holds one for each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Stamp {
     ino: u64,
-    ctime: (i64, i64),
-    mtime: (i64, i64),
+    ctime: i64,
+    mtime: i64,
+    ctime_nsec: u32,
+    mtime_nsec: u32,
     mode: u32,
 }
 
 impl Stamp {
     fn of(meta: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
+        // The kernel keeps nanoseconds below 10^9: they fit.
+        let nanos = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
         Stamp {
             ino: meta.ino(),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: meta.ctime(),
+            mtime: meta.mtime(),
+            ctime_nsec: nanos(meta.ctime_nsec()),
+            mtime_nsec: nanos(meta.mtime_nsec()),
             mode: meta.mode(),
         }
     }
@@ -96,12 +105,8 @@ fn restore_dir(dir: &Path, was: &Stamp) -> Result<(), WorkspaceError> {
     }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(was.mode & 0o7777))
         .map_err(fail)?;
-    let (secs, nanos) = was.mtime;
     let when = std::time::UNIX_EPOCH
-        + std::time::Duration::new(
-            u64::try_from(secs).unwrap_or(0),
-            u32::try_from(nanos).unwrap_or(0),
-        );
+        + std::time::Duration::new(u64::try_from(was.mtime).unwrap_or(0), was.mtime_nsec);
     std::fs::File::open(dir)
         .and_then(|d| d.set_modified(when))
         .map_err(fail)
@@ -130,6 +135,8 @@ pub struct CleanRoom {
     undoing: Option<std::thread::JoinHandle<Result<(Snapshot, Undone), WorkspaceError>>>,
     /// What that undo did, for the next reset.
     undone: Option<Undone>,
+    /// The key of the snapshot's hashes.
+    keys: std::collections::hash_map::RandomState,
 }
 
 /// Walks the clean room's tree: what undoing a test run and taking a snapshot share, and all a
@@ -138,18 +145,26 @@ struct TreeWalk {
     tree: PathBuf,
     /// What the setup command made: not walked.
     skip: BTreeSet<PathBuf>,
+    /// The key of the snapshot's hashes: the clean room's own, drawn at random.
+    keys: std::collections::hash_map::RandomState,
 }
 
 impl TreeWalk {
+    /// The snapshot's key for the entry at `rel`.
+    fn key(&self, rel: &Path) -> u64 {
+        use std::hash::BuildHasher;
+        self.keys.hash_one(rel)
+    }
+
     /// Everything in the tree as the last reset left it: inode, change time, mode and
     /// modification time of each entry. Any write, chmod, touch, link or extended attribute a
     /// test run makes moves an entry's change time, which no test run can set back.
     fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
-        let parts = self.walk(&|rel, _, meta, part: &mut Snapshot| {
-            part.insert(rel.to_path_buf(), Stamp::of(meta));
+        let parts = self.walk(&|rel, _, meta, part: &mut Vec<(u64, Stamp)>| {
+            part.push((self.key(rel), Stamp::of(meta)));
             Ok(Walk::On)
         })?;
-        let mut snapshot = Snapshot::with_capacity(parts.iter().map(Snapshot::len).sum());
+        let mut snapshot = Snapshot::with_capacity(parts.iter().map(Vec::len).sum());
         parts.into_iter().for_each(|part| snapshot.extend(part));
         Ok(snapshot)
     }
@@ -261,13 +276,45 @@ impl TreeWalk {
         Ok(folders)
     }
 
+    /// Takes the stat data of `touched` and of every folder above them anew; an entry no longer
+    /// there leaves the snapshot.
+    fn restamp<'p>(
+        &self,
+        snapshot: &mut Snapshot,
+        touched: impl Iterator<Item = &'p PathBuf>,
+    ) -> Result<(), WorkspaceError> {
+        let mut done: BTreeSet<&Path> = BTreeSet::new();
+        for path in touched {
+            for rel in path.ancestors() {
+                if !done.insert(rel) {
+                    break;
+                }
+                let full = self.tree.join(rel);
+                match std::fs::symlink_metadata(&full) {
+                    Ok(meta) => {
+                        snapshot.insert(self.key(rel), Stamp::of(&meta));
+                    }
+                    // Gone, or a file now stands where its folder was.
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotFound
+                            || e.raw_os_error() == Some(libc::ENOTDIR) =>
+                    {
+                        snapshot.remove(&self.key(rel));
+                    }
+                    Err(e) => return Err(WorkspaceError::io("inspect", &full, e)),
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Removes whatever a test run added or changed since `snapshot` (a directory whose
     /// content changed gets its mode, times and extended attributes back, and its entries are
     /// judged one by one), and says what it did.
     fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<Undone, WorkspaceError> {
         let parts = self.walk(&|rel, full, meta, (undone, seen): &mut (Undone, usize)| {
             let now = Stamp::of(meta);
-            match snapshot.get(rel) {
+            match snapshot.get(&self.key(rel)) {
                 Some(was) if *was == now => *seen += 1,
                 Some(was) if meta.is_dir() && was.is_dir() => {
                     *seen += 1;
@@ -352,38 +399,6 @@ fn remove_planted(path: &Path) -> Result<(), WorkspaceError> {
     crate::leftovers::remove_forcibly(path).map_err(|e| WorkspaceError::io("remove", path, e))
 }
 
-/// Takes the stat data of `touched` and of every folder above them anew; an entry no longer
-/// there leaves the snapshot.
-fn restamp<'p>(
-    root: &Path,
-    snapshot: &mut Snapshot,
-    touched: impl Iterator<Item = &'p PathBuf>,
-) -> Result<(), WorkspaceError> {
-    let mut done: BTreeSet<&Path> = BTreeSet::new();
-    for path in touched {
-        for rel in path.ancestors() {
-            if !done.insert(rel) {
-                break;
-            }
-            let full = root.join(rel);
-            match std::fs::symlink_metadata(&full) {
-                Ok(meta) => {
-                    snapshot.insert(rel.to_path_buf(), Stamp::of(&meta));
-                }
-                // Gone, or a file now stands where its folder was.
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::NotFound
-                        || e.raw_os_error() == Some(libc::ENOTDIR) =>
-                {
-                    snapshot.remove(rel);
-                }
-                Err(e) => return Err(WorkspaceError::io("inspect", &full, e)),
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The private directories of one test run: a fresh HOME, TMPDIR and a place for results.
 pub struct RunDirs {
     pub root: PathBuf,
@@ -451,6 +466,12 @@ impl CleanRoom {
             drop(repo);
             let repo = Repository::open_bare(&git)?;
             repo.set_workdir(&tree, false)?;
+            // An index on disk, and empty for good: libgit2's checkout compares with HEAD (the
+            // tree checked out last) only where an index exists, and checkouts never fill it.
+            // What the room holds is known from the snapshot: an index of every file would
+            // cost tens of MiB on a large tree, and writing it a checksum of it all at each
+            // reset.
+            repo.index()?.write()?;
             repo
         };
         Ok(CleanRoom {
@@ -467,6 +488,7 @@ impl CleanRoom {
             snapshot: None,
             undoing: None,
             undone: None,
+            keys: std::collections::hash_map::RandomState::new(),
         })
     }
 
@@ -497,7 +519,7 @@ impl CleanRoom {
             .retain(|rel| target.get_path(rel).is_err());
         drop(target);
         let (Some(mut snapshot), Some(current)) = (self.snapshot.take(), self.current) else {
-            self.sweep_untracked()?;
+            self.sweep(Path::new(""))?;
             return self.check_out_whole(tree);
         };
         let undone = match self.undone.take() {
@@ -519,6 +541,7 @@ impl CleanRoom {
         let mut checkout = CheckoutBuilder::new();
         checkout
             .force()
+            .update_index(false)
             .remove_untracked(false)
             .remove_ignored(false)
             .disable_pathspec_match(true);
@@ -534,7 +557,7 @@ impl CleanRoom {
         // Only what the checkout or the undo touched has new stat data, and the folders
         // above it.
         let touched = paths.iter().chain(&undone.restored);
-        restamp(&self.tree, &mut snapshot, touched)?;
+        self.tree_walk().restamp(&mut snapshot, touched)?;
         self.snapshot = Some(snapshot);
         Ok(())
     }
@@ -572,6 +595,7 @@ impl CleanRoom {
         TreeWalk {
             tree: self.tree.clone(),
             skip: self.setup_outputs.clone(),
+            keys: self.keys.clone(),
         }
     }
 
@@ -581,6 +605,7 @@ impl CleanRoom {
         let mut checkout = CheckoutBuilder::new();
         checkout
             .force()
+            .update_index(false)
             .remove_untracked(false)
             .remove_ignored(false);
         self.repo
@@ -623,38 +648,27 @@ impl CleanRoom {
         Ok(())
     }
 
-    /// Before the first snapshot: removes what git does not track (and the setup command did
-    /// not make), and every file git sees changed.
-    fn sweep_untracked(&self) -> Result<bool, WorkspaceError> {
-        // git's status never reports the tree's own `.git`.
-        let planted_git = self.tree.join(".git");
-        let mut dirty = std::fs::symlink_metadata(&planted_git).is_ok();
-        remove_planted(&planted_git)?;
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true)
-            .include_ignored(true)
-            .recurse_untracked_dirs(false)
-            .recurse_ignored_dirs(false)
-            .exclude_submodules(true)
-            .show(git2::StatusShow::Workdir)
-            // Files checked out in the same second as the index are "racy": without fresh
-            // stat data in the index, every later status would read and hash them all.
-            .update_index(true);
-        let statuses = self.repo.statuses(Some(&mut opts))?;
-        for entry in statuses.iter() {
-            let status = entry.status();
-            let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
-            let rel = rel.components().as_path();
-            let planted = status.intersects(Status::WT_NEW | Status::IGNORED);
-            if planted && self.setup_outputs.contains(rel) {
+    /// With nothing known of what the room holds (before the first checkout, or after a reset
+    /// that failed midway): removes everything in the folder `rel` but what the setup command
+    /// made and the folders that hold it, for a whole checkout to write the tree anew.
+    fn sweep(&self, rel: &Path) -> Result<(), WorkspaceError> {
+        let dir = self.tree.join(rel);
+        let read = |e| WorkspaceError::io("read", &dir, e);
+        for entry in std::fs::read_dir(&dir).map_err(read)? {
+            let entry = entry.map_err(read)?;
+            let child = rel.join(entry.file_name());
+            if self.setup_outputs.contains(&child) {
                 continue;
             }
-            dirty = true;
-            // A changed file goes too: the checkout then writes it anew, whatever its stat
-            // data now claims.
-            remove_planted(&self.tree.join(rel))?;
+            let holds_output = self.setup_outputs.iter().any(|out| out.starts_with(&child));
+            // A link is never followed: it goes, whatever it points at.
+            if holds_output && entry.file_type().map_err(read)?.is_dir() {
+                self.sweep(&child)?;
+            } else {
+                remove_planted(&entry.path())?;
+            }
         }
-        Ok(dirty)
+        Ok(())
     }
 
     /// The top-most entries of `tree` that `protection` covers, where they lie in the clean
@@ -787,20 +801,23 @@ impl CleanRoom {
     /// Notes what a setup command that just succeeded made, to keep it across resets.
     pub fn record_setup(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
         self.settle()?;
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true)
-            .include_ignored(true)
-            .recurse_untracked_dirs(false)
-            .recurse_ignored_dirs(false);
-        let statuses = self.repo.statuses(Some(&mut opts))?;
-        self.setup_outputs = statuses
-            .iter()
-            .filter(|e| e.status().intersects(Status::WT_NEW | Status::IGNORED))
-            .map(|e| {
-                let rel = Path::new(std::ffi::OsStr::from_bytes(e.path_bytes()));
-                rel.components().as_path().to_path_buf()
-            })
-            .collect();
+        let snapshot = self.snapshot.as_ref().ok_or_else(|| {
+            WorkspaceError::Unsafe("the clean room lost track of what it holds".to_string())
+        })?;
+        // What the snapshot of the checkout does not know is the setup's: the top-most new
+        // entries, untracked or ignored alike. Every entry is looked at, earlier outputs too.
+        let walk = TreeWalk {
+            skip: BTreeSet::new(),
+            ..self.tree_walk()
+        };
+        let parts = walk.walk(&|rel, _, _, made: &mut Vec<PathBuf>| {
+            if snapshot.contains_key(&walk.key(rel)) {
+                return Ok(Walk::On);
+            }
+            made.push(rel.to_path_buf());
+            Ok(Walk::SkipDir)
+        })?;
+        self.setup_outputs = parts.into_iter().flatten().collect();
         self.setup_state = Some((self.setup_inputs(tree)?, self.outputs_digest()?));
         self.setup_from = Some(tree);
         Ok(())
@@ -922,6 +939,12 @@ mod tests {
             .map(|e| e.path().strip_prefix(room.path()).unwrap().to_path_buf())
             .collect();
         assert_eq!(found, expected);
+        let index = git2::Index::open(&room.root().join("git/index")).unwrap();
+        assert_eq!(
+            index.len(),
+            0,
+            "the room's index stays empty: the snapshot knows the tree"
+        );
         assert_eq!(
             room.snapshot.as_ref().unwrap(),
             &room.tree_walk().take_snapshot().unwrap(),
