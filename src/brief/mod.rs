@@ -22,6 +22,9 @@ use crate::testrun::TestResult;
 
 /// Reads a file of the base commit as text.
 pub type Reader = Box<dyn Fn(&str) -> Option<String>>;
+/// Lists the regular files of the base commit, when the brief is written: on a large
+/// repository the list costs megabytes, and no longer than the brief needs it.
+pub type Lister = Box<dyn Fn() -> Vec<String>>;
 
 /// The map's default budget in tokens.
 pub const DEFAULT_MAP_TOKENS: usize = 2_000;
@@ -34,7 +37,7 @@ const WINDOW_SHARE: u64 = 16;
 pub struct Brief {
     pub instructions: Option<Instructions>,
     /// The regular files of the base commit.
-    pub files: Vec<String>,
+    pub files: Lister,
     pub read: Reader,
     /// The map's budget in tokens; 0 leaves the map out.
     pub map_tokens: usize,
@@ -44,7 +47,7 @@ pub struct Brief {
 impl Brief {
     /// `map_tokens` is the map's budget; a small context window lowers it, and the room
     /// for the failing tests, to a sixteenth of the window each.
-    pub fn new(files: Vec<String>, read: Reader, map_tokens: usize, window: Option<u64>) -> Self {
+    pub fn new(files: Lister, read: Reader, map_tokens: usize, window: Option<u64>) -> Self {
         let share = window.map_or(usize::MAX, |w| {
             usize::try_from(w / WINDOW_SHARE).unwrap_or(usize::MAX)
         });
@@ -61,8 +64,12 @@ impl Brief {
     /// tests' source and traceback lines, then the map.
     pub fn sections(&self, initial: &TestResult) -> Vec<String> {
         let mut sections = Vec::new();
+        if initial.passed && self.map_tokens == 0 {
+            return sections;
+        }
+        let files = (self.files)();
         if !initial.passed {
-            let context = failing_context(initial, &self.files, &self.read, self.failure_bytes);
+            let context = failing_context(initial, &files, &self.read, self.failure_bytes);
             if !context.is_empty() {
                 sections.push(format!(
                     "The failing tests, and the repository lines their tracebacks pass \
@@ -71,8 +78,8 @@ impl Brief {
             }
         }
         if self.map_tokens > 0 {
-            let focus = Focus::from_result(initial, &self.files);
-            let map = repo_map(&self.files, &self.read, &focus, self.map_tokens);
+            let focus = Focus::from_result(initial, &files);
+            let map = repo_map(&files, &self.read, &focus, self.map_tokens);
             if !map.is_empty() {
                 sections.push(format!(
                     "A map of the repository's source files and their definitions (line \

@@ -273,11 +273,11 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     }
     let brief = match passed_before {
         // Never sent: the model is not asked.
-        Some(_) => Brief::new(Vec::new(), Box::new(|_| None), 0, None),
+        Some(_) => Brief::new(Box::new(Vec::new), Box::new(|_| None), 0, None),
         None => {
-            let (regular_files, base_read) = base_reader(&repo, base.id)?;
+            let (list_files, base_read) = base_reader(&repo, base.id)?;
             Brief::new(
-                regular_files,
+                list_files,
                 base_read,
                 args.map_tokens,
                 budget.context_window,

@@ -37,7 +37,10 @@ fn changes(repo: &Repository, untracked: bool) -> Result<Vec<(String, Status)>, 
         .recurse_untracked_dirs(untracked)
         .include_ignored(false)
         .exclude_submodules(true);
-    let statuses = repo.statuses(Some(&mut options))?;
+    // A handle of its own: the index it loads (tens of MiB on a large repository) goes with it,
+    // rather than staying with the caller's for the whole run.
+    let own = Repository::open(repo.path())?;
+    let statuses = own.statuses(Some(&mut options))?;
     Ok(statuses
         .iter()
         .filter(|entry| !entry.status().is_ignored() && entry.status() != Status::CURRENT)

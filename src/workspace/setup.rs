@@ -75,24 +75,30 @@ pub fn tree_files(repo: &Repository, commit: Oid) -> Result<Vec<String>, SetupEr
     Ok(paths)
 }
 
-/// The regular files of a commit and a reader of their text, for what the model is told first.
-/// The reader has a repository handle of its own and looks each path up in the commit's tree
-/// when asked: the brief reads a few hundred files at most, and a table of every blob would
-/// cost memory in proportion to the repository.
+/// A lister of the regular files of a commit and a reader of their text, for what the model is
+/// told first. Both share a repository handle of their own and look at the commit's tree when
+/// asked: the brief reads a few hundred files at most, once, and a list or a table of every
+/// file kept for the whole run would cost memory in proportion to the repository.
 pub fn base_reader(
     repo: &Repository,
     commit: Oid,
-) -> Result<(Vec<String>, crate::brief::Reader), SetupError> {
-    let tree = repo.find_commit(commit)?.tree()?;
-    let mut paths = Vec::new();
-    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-        if let (true, Ok(name)) = (is_regular(entry.filemode()), entry.name()) {
-            paths.push(format!("{dir}{name}"));
-        }
-        git2::TreeWalkResult::Ok
-    })?;
-    let own = Repository::open(repo.path())?;
-    let tree_id = tree.id();
+) -> Result<(crate::brief::Lister, crate::brief::Reader), SetupError> {
+    let tree_id = repo.find_commit(commit)?.tree_id();
+    let own = std::rc::Rc::new(Repository::open(repo.path())?);
+    let lister = own.clone();
+    let list = move || {
+        let mut paths = Vec::new();
+        let Ok(tree) = lister.find_tree(tree_id) else {
+            return paths;
+        };
+        let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if let (true, Ok(name)) = (is_regular(entry.filemode()), entry.name()) {
+                paths.push(format!("{dir}{name}"));
+            }
+            git2::TreeWalkResult::Ok
+        });
+        paths
+    };
     let read = move |path: &str| {
         let tree = own.find_tree(tree_id).ok()?;
         let entry = tree.get_path(Path::new(path)).ok()?;
@@ -102,7 +108,7 @@ pub fn base_reader(
         let blob = own.find_blob(entry.id()).ok()?;
         Some(String::from_utf8_lossy(blob.content()).into_owned())
     };
-    Ok((paths, Box::new(read)))
+    Ok((Box::new(list), Box::new(read)))
 }
 
 /// A file's mode in a tree that is a regular file: not a link, not a submodule.
