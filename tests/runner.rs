@@ -11,6 +11,7 @@ mod evals;
 mod fix;
 mod hook;
 mod models;
+mod overlay;
 mod passed;
 mod prompt_cache;
 mod protection;

@@ -1,6 +1,6 @@
 //! `agent-git sandbox-exec` (hidden): the sandbox helper. agent-git runs it; people do not.
 
-use crate::sandbox::helper::{self, HelperArgs, HomeOverlay};
+use crate::sandbox::helper::{self, HelperArgs, HomeOverlay, TreeOverlay};
 use clap::Args;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -27,6 +27,12 @@ pub struct SandboxExecArgs {
     home: Option<PathBuf>,
     #[arg(long, requires = "home")]
     home_upper: Option<PathBuf>,
+    /// A tree seen through an overlay whose writes land in --tree-upper, where one can be
+    /// mounted.
+    #[arg(long, requires = "tree_upper")]
+    tree: Option<PathBuf>,
+    #[arg(long, requires = "tree")]
+    tree_upper: Option<PathBuf>,
     #[arg(long)]
     no_read_only_rest: bool,
     #[arg(long)]
@@ -61,6 +67,10 @@ pub fn run(args: SandboxExecArgs) -> u8 {
             .home
             .zip(args.home_upper)
             .map(|(home, upper)| HomeOverlay { home, upper }),
+        tree: args
+            .tree
+            .zip(args.tree_upper)
+            .map(|(tree, upper)| TreeOverlay { tree, upper }),
         read_only_rest: !args.no_read_only_rest,
         fresh_proc: !args.no_fresh_proc,
         max_wall: args.max_wall,

@@ -28,6 +28,8 @@ pub struct HelperArgs {
     pub keep: Vec<PathBuf>,
     /// HOME as it is, read-only, under an overlay whose writes go to this directory.
     pub home: Option<HomeOverlay>,
+    /// The clean room's tree under an overlay for one test run, if it can be had.
+    pub tree: Option<TreeOverlay>,
     /// A mount namespace of its own: the rest of the filesystem read-only, /tmp, /run and
     /// /dev/shm private and empty, hidden paths covered.
     pub read_only_rest: bool,
@@ -51,6 +53,20 @@ pub struct HomeOverlay {
     pub home: PathBuf,
     pub upper: PathBuf,
 }
+
+/// A test run's view of the clean room's tree: the tree below, untouched; whatever the run
+/// writes there, changes or removes lands in `upper`, which the command cannot reach and which
+/// is thrown away after. Unlike the HOME overlay it is not a layer that must hold: where it
+/// cannot be mounted, the run writes to the tree itself, and the harness undoes that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeOverlay {
+    pub tree: PathBuf,
+    pub upper: PathBuf,
+}
+
+/// What the helper writes into a tree overlay's `upper` once the overlay is mounted: only then
+/// did the run leave the tree as it was.
+pub const OVERLAY_HELD: &str = "held";
 
 /// Directories the command gets fresh and empty, and whether it may write there.
 pub(super) const PRIVATE_DIRS: &[(&str, bool)] = &[
@@ -408,6 +424,10 @@ fn build_mounts(
         .chain(args.home.iter().flat_map(|h| [&h.home, &h.upper]))
         .cloned()
         .collect();
+    // The tree overlay's upper dir is seen only until the overlay is mounted: the hidden
+    // folders it lies in are covered after, and nothing binds it back.
+    let mut visible_for_now = visible.clone();
+    visible_for_now.extend(args.tree.iter().map(|t| t.upper.clone()));
     let mut fresh_writable = Vec::new();
     for (dir, writable) in PRIVATE_DIRS {
         let dir = Path::new(dir);
@@ -416,7 +436,7 @@ fn build_mounts(
         if !is_dir || args.writable.iter().any(|w| dir.starts_with(w)) {
             continue;
         }
-        cover(dir, &visible, || {
+        cover(dir, &visible_for_now, || {
             mount_tmpfs(dir, if *writable { "1777" } else { "755" })
         })?;
         if *writable {
@@ -442,6 +462,20 @@ fn build_mounts(
             mounted
         }
     };
+    if let Some(overlay) = &args.tree {
+        // Directories the user made writable inside the tree stay the real ones.
+        let inside: Vec<PathBuf> = args
+            .writable
+            .iter()
+            .filter(|w| **w != overlay.tree)
+            .cloned()
+            .collect();
+        // Not a layer that must hold: without it, the harness undoes what the run changed.
+        // Nor is the note that says it held: without it, the same.
+        if cover(&overlay.tree, &inside, || mount_tree_overlay(overlay)).is_ok() {
+            let _ = std::fs::File::create(overlay.upper.join(OVERLAY_HELD));
+        }
+    }
     for path in hidden {
         match std::fs::symlink_metadata(path) {
             // What it leads to is in the list too, and covered there.
@@ -579,30 +613,42 @@ fn fresh_ptys() -> Result<(), String> {
 
 /// HOME as it is below, read-only; what the command writes there lands in `upper`.
 fn mount_home_overlay(overlay: &HomeOverlay) -> Result<(), String> {
+    mount_overlay("HOME", &overlay.home, &overlay.upper)
+}
+
+/// The clean room's tree as it is below, untouched; what the command writes there lands in
+/// `upper`.
+fn mount_tree_overlay(overlay: &TreeOverlay) -> Result<(), String> {
+    mount_overlay("the tree", &overlay.tree, &overlay.upper)
+}
+
+/// An overlay on `dir` with `dir` itself below: what is written there lands in `upper`.
+fn mount_overlay(what: &str, dir: &Path, upper: &Path) -> Result<(), String> {
     use rustix::mount::{mount, MountFlags};
-    let upper = overlay.upper.join("upper");
-    let work = overlay.upper.join("work");
-    for dir in [&upper, &work] {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    let work = upper.join("work");
+    let upper = upper.join("upper");
+    for made in [&upper, &work] {
+        std::fs::create_dir_all(made)
+            .map_err(|e| format!("cannot make {}: {e}", made.display()))?;
     }
     // The option string separates with commas and colons: a path holding one cannot be said.
-    let paths = [&overlay.home, &upper, &work].map(|p| p.display().to_string());
+    let paths = [dir, &upper, &work].map(|p| p.display().to_string());
     if paths.iter().any(|p| p.contains([',', ':', '\\'])) {
         return Err(format!(
-            "HOME {} cannot be named to an overlay (a comma, colon or backslash)",
-            overlay.home.display()
+            "{what} {} cannot be named to an overlay (a comma, colon or backslash)",
+            dir.display()
         ));
     }
-    let [home, upper, work] = paths;
-    let base = format!("lowerdir={home},upperdir={upper},workdir={work}");
+    let [lower, upper, work] = paths;
+    let base = format!("lowerdir={lower},upperdir={upper},workdir={work}");
     // Unprivileged overlays keep their own records in user.* attributes.
     let mut last = None;
     for options in [format!("{base},userxattr"), base] {
         let options =
-            std::ffi::CString::new(options).map_err(|_| "HOME holds a NUL byte".to_string())?;
+            std::ffi::CString::new(options).map_err(|_| format!("{what} holds a NUL byte"))?;
         match mount(
             "overlay",
-            &overlay.home,
+            dir,
             "overlay",
             MountFlags::NOSUID | MountFlags::NODEV,
             Some(options.as_c_str()),
@@ -612,8 +658,8 @@ fn mount_home_overlay(overlay: &HomeOverlay) -> Result<(), String> {
         }
     }
     Err(format!(
-        "cannot put an overlay on HOME {}: {}",
-        overlay.home.display(),
+        "cannot put an overlay on {what} {}: {}",
+        dir.display(),
         last.map(|e| e.to_string()).unwrap_or_default()
     ))
 }

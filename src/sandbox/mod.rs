@@ -7,6 +7,7 @@
 pub mod helper;
 mod process;
 
+pub use helper::OVERLAY_HELD;
 pub use process::{run_prepared, ExitWatch, RawRun};
 
 use std::ffi::OsString;
@@ -219,6 +220,8 @@ pub struct Jail {
     /// The real HOME, seen read-only, with writes going to an overlay in the private HOME
     /// the environment names; set when the sandbox can.
     pub home_overlay: Option<helper::HomeOverlay>,
+    /// For a test run: the clean room's tree under an overlay, where the sandbox can.
+    pub tree_overlay: Option<helper::TreeOverlay>,
     pub env: Vec<(String, String)>,
 }
 
@@ -268,6 +271,10 @@ pub fn helper_args(jail: &Jail, limits: &Limits, layers: &Layers) -> Vec<OsStrin
     if let Some(overlay) = &jail.home_overlay {
         args.extend(["--home".into(), overlay.home.clone().into()]);
         args.extend(["--home-upper".into(), overlay.upper.clone().into()]);
+    }
+    if let Some(overlay) = &jail.tree_overlay {
+        args.extend(["--tree".into(), overlay.tree.clone().into()]);
+        args.extend(["--tree-upper".into(), overlay.upper.clone().into()]);
     }
     for (flag, value) in [
         ("--max-processes", limits.processes),
@@ -594,6 +601,7 @@ impl Sandbox {
             read_only: Vec::new(),
             keep: self.readable.clone(),
             home_overlay: None,
+            tree_overlay: None,
             env: sandbox_env(
                 std::env::vars(),
                 &private.join("home"),
@@ -794,6 +802,10 @@ mod tests {
                 home: PathBuf::from("/home/u"),
                 upper: PathBuf::from("/p/home"),
             }),
+            tree_overlay: Some(helper::TreeOverlay {
+                tree: PathBuf::from("/w"),
+                upper: PathBuf::from("/r/overlay"),
+            }),
             env: vec![],
         };
         let layers = Layers {
@@ -830,6 +842,10 @@ mod tests {
                 "/home/u",
                 "--home-upper",
                 "/p/home",
+                "--tree",
+                "/w",
+                "--tree-upper",
+                "/r/overlay",
                 "--max-processes",
                 "512",
                 "--max-file-size",
@@ -979,6 +995,7 @@ mod tests {
             read_only: vec![],
             keep: vec![PathBuf::from("/r/runner.py")],
             home_overlay: None,
+            tree_overlay: None,
             env: vec![
                 var("GOFLAGS", "-mod=vendor"),
                 var("HOME", "/p/home"),

@@ -311,7 +311,17 @@ impl<'a> TreeTester<'a> {
         };
         let dirs = room.run_dirs()?;
         let command = self.setup.plan.command_line(&self.runner_script);
-        let raw = self.confined(&room, &dirs, &command, cache_dir.as_deref(), report)?;
+        let overlay = room.fresh_overlay()?;
+        let raw = self.confined(
+            &room,
+            &dirs,
+            &command,
+            cache_dir.as_deref(),
+            report,
+            Some(&overlay),
+        )?;
+        let on_overlay = overlay.join(crate::sandbox::OVERLAY_HELD).exists();
+        room.remove_overlay()?;
         if cache == Cache::Shared && cache_dir.is_some() {
             room.note_cache_written();
         }
@@ -323,10 +333,15 @@ impl<'a> TreeTester<'a> {
             interrupted: raw.interrupted,
         };
         dirs.remove()?;
-        // Unconfined, the model's commands could write into the room after such an undo: then
-        // it is undone at the next reset, right before the tests.
+        // Unconfined, the model's commands could write into the room after such an undo (or
+        // into the tree under the overlay): then it is undone at the next reset, right before
+        // the tests.
         if self.setup.sandbox.confines() {
-            room.undo_in_background();
+            if on_overlay {
+                room.left_untouched();
+            } else {
+                room.undo_in_background();
+            }
         }
         Ok(TestResult::read(self.setup.plan, &output, ended, cases))
     }
@@ -341,7 +356,8 @@ impl<'a> TreeTester<'a> {
     ) -> Result<Option<TestResult>, VerifyError> {
         room.clear_setup()?;
         let dirs = room.run_dirs()?;
-        let raw = self.confined(room, &dirs, setup, None, Report::NotAsked)?;
+        // Not on an overlay: what the setup makes is kept for the test runs.
+        let raw = self.confined(room, &dirs, setup, None, Report::NotAsked, None)?;
         dirs.remove()?;
         if raw.exit_code == Some(0) {
             room.record_setup(tree)?;
@@ -371,6 +387,7 @@ impl<'a> TreeTester<'a> {
         command: &str,
         cache: Option<&Path>,
         report: Report,
+        overlay: Option<&Path>,
     ) -> Result<crate::sandbox::RawRun, VerifyError> {
         let mut extra = vec![("PYTHONNOUSERSITE".to_string(), "1".to_string())];
         let mut writable = vec![room.path().to_path_buf(), dirs.root.clone()];
@@ -420,6 +437,10 @@ impl<'a> TreeTester<'a> {
             // The built-in runner lives beside the tree, where the tests get a fresh /tmp.
             keep: vec![self.runner_script.clone()],
             home_overlay: None,
+            tree_overlay: overlay.map(|upper| crate::sandbox::helper::TreeOverlay {
+                tree: room.path().to_path_buf(),
+                upper: upper.to_path_buf(),
+            }),
             env: crate::sandbox::sandbox_env(std::env::vars(), &dirs.home, &dirs.tmp, &extra),
         };
         let label = self.setup.plan.label.as_str();

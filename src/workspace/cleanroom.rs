@@ -137,6 +137,8 @@ pub struct CleanRoom {
     undone: Option<Undone>,
     /// The key of the snapshot's hashes.
     keys: std::collections::hash_map::RandomState,
+    /// Whether the setup command ran (or what it made was removed) since the last reset.
+    setup_since_reset: bool,
 }
 
 /// Walks the clean room's tree: what undoing a test run and taking a snapshot share, and all a
@@ -489,6 +491,7 @@ impl CleanRoom {
             undoing: None,
             undone: None,
             keys: std::collections::hash_map::RandomState::new(),
+            setup_since_reset: false,
         })
     }
 
@@ -512,6 +515,7 @@ impl CleanRoom {
     /// is written, so no write follows a link it left.
     pub fn reset_to(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
         self.settle()?;
+        self.setup_since_reset = false;
         // What the setup command made and `tree` tracks is the tree's now: written by the
         // checkout, never kept (or removed) as an output.
         let target = self.repo.find_tree(tree)?;
@@ -576,6 +580,36 @@ impl CleanRoom {
             let undone = walk.undo_changes_since(&snapshot)?;
             Ok((snapshot, undone))
         }));
+    }
+
+    /// Says that the last test run left the tree as it was (it ran on an overlay, and nothing
+    /// but test runs can reach the room): unless the setup command ran since the last reset,
+    /// the next reset has nothing to undo, and walks nothing. Otherwise the undo starts.
+    pub fn left_untouched(&mut self) {
+        if self.setup_since_reset || self.undoing.is_some() || self.undone.is_some() {
+            return self.undo_in_background();
+        }
+        if self.snapshot.is_some() {
+            self.undone = Some(Undone::default());
+        }
+    }
+
+    /// An empty folder for a test run's overlay on the tree (see `left_untouched`), beside the
+    /// tree: never inside what the run may write to.
+    pub fn fresh_overlay(&self) -> Result<PathBuf, WorkspaceError> {
+        let upper = self.root().join("overlay");
+        self.remove_overlay()?;
+        std::fs::create_dir(&upper).map_err(|e| WorkspaceError::io("create", &upper, e))?;
+        Ok(upper)
+    }
+
+    /// Throws away what the last test run wrote through its overlay.
+    pub fn remove_overlay(&self) -> Result<(), WorkspaceError> {
+        let upper = self.root().join("overlay");
+        match std::fs::symlink_metadata(&upper) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            _ => remove_planted(&upper),
+        }
     }
 
     /// Waits for an undo in the background to end; nothing else may touch the tree till then.
@@ -790,6 +824,7 @@ impl CleanRoom {
     /// Removes whatever an earlier setup made, so that it runs from scratch.
     pub fn clear_setup(&mut self) -> Result<(), WorkspaceError> {
         self.settle()?;
+        self.setup_since_reset = true;
         for rel in std::mem::take(&mut self.setup_outputs) {
             remove_entry(&self.tree.join(rel))?;
         }
@@ -801,6 +836,7 @@ impl CleanRoom {
     /// Notes what a setup command that just succeeded made, to keep it across resets.
     pub fn record_setup(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
         self.settle()?;
+        self.setup_since_reset = true;
         let snapshot = self.snapshot.as_ref().ok_or_else(|| {
             WorkspaceError::Unsafe("the clean room lost track of what it holds".to_string())
         })?;
@@ -1186,6 +1222,44 @@ mod tests {
         index.add_path(Path::new("package.json")).unwrap();
         let changed = index.write_tree().unwrap();
         assert!(room.needs_setup(changed).unwrap());
+    }
+
+    /// A run on an overlay leaves the tree as it was: the next reset walks nothing and writes
+    /// only what differs; after the setup command ran, what it changed is undone all the same.
+    #[test]
+    fn a_run_that_left_the_tree_untouched_costs_no_walk_unless_the_setup_ran() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, first) = repo_with(
+            dir.path(),
+            &[("calc.py", "one\n"), ("pkg/mod.py", "x = 1\n")],
+        );
+        let second = commit_files(&repo, &[("calc.py", "two\n")], &[]);
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        room.reset_to(first).unwrap();
+        // Nothing that could have been undone is looked for: a change made behind the room's
+        // back (which the sandbox rules out for test runs on an overlay) stays.
+        std::fs::write(room.path().join("pkg/mod.py"), "x = 2\n").unwrap();
+        room.left_untouched();
+        room.reset_to(second).unwrap();
+        assert_eq!(read(&room, "calc.py"), "two\n");
+        assert_eq!(
+            read(&room, "pkg/mod.py"),
+            "x = 2\n",
+            "no walk: trusted as it was"
+        );
+        std::fs::write(room.path().join("pkg/mod.py"), "x = 1\n").unwrap();
+        room.reset_to(first).unwrap();
+        holds_exactly(&room, &repo, first);
+
+        // The setup command writes for real, so what it changed is undone.
+        room.clear_setup().unwrap();
+        std::fs::write(room.path().join("pkg/mod.py"), "x = 3\n").unwrap();
+        room.record_setup(first).unwrap();
+        room.left_untouched();
+        room.settle().unwrap();
+        room.reset_to(first).unwrap();
+        assert_eq!(read(&room, "pkg/mod.py"), "x = 1\n");
+        holds_exactly(&room, &repo, first);
     }
 
     /// A test run leaves a folder it planted shut (mode 000, or 0555) with a file in it.
