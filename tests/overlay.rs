@@ -103,3 +103,169 @@ fn test_runs_change_the_tree_only_through_an_overlay_and_the_setup_for_real() {
     let data = env.git(&repo, &["show", "agent/overlay:data.txt"]);
     assert_eq!(data, "committed\n");
 }
+
+/// With /tmp made writable on purpose (and the clean room in it), the model's commands still
+/// cannot reach the room: other runs' folders stay covered, and the room is not trusted to be
+/// as the last test run left it.
+#[test]
+fn an_allowed_tmp_does_not_open_the_clean_room_to_the_model() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", UNITTEST_CALC),
+            ("README.md", "calc\n"),
+        ],
+    );
+    let plant =
+        "for t in /tmp/agent-git-clean-*/tree; do sed -i 's/a - b/a + b/' \"$t/calc.py\"; done";
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/tmp",
+        json!([
+            calls(
+                "Touch the readme.",
+                vec![
+                    tool("c1", "run_command", json!({ "command": plant })),
+                    tool(
+                        "w1",
+                        "write_file",
+                        json!({"path": "README.md", "content": "calc!\n"})
+                    ),
+                ]
+            ),
+            end_turn("Done.")
+        ]),
+        &[
+            "--test-cmd",
+            "python3 -m unittest -v",
+            "--allow-write",
+            "/tmp",
+            "--json",
+        ],
+        |cmd| {
+            cmd.env("TMPDIR", "/tmp");
+        },
+    );
+    let json: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
+    let path = std::env::var("PATH").unwrap();
+    let (fresh, output) =
+        export_and_test(&env, &repo, "agent/tmp", "python3 -m unittest -v", &path);
+    assert!(!fresh, "the branch does not fix calc.py: {output}");
+    assert_ne!(json["outcome"], "passed", "{json}");
+}
+
+/// What a setup command made where a later tree tracks something goes whole: what it wrote
+/// beneath it is not kept as the next setup's output.
+#[test]
+fn a_setup_output_the_tree_comes_to_track_leaves_nothing_behind() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", UNITTEST_CALC),
+            ("build.sh", "true\n"),
+        ],
+    );
+    let make = "mkdir -p out && printf 'def add(a, b):\\n    return a + b\\n' > out/fix.py\n";
+    let calc_try = "try:\n    from out.fix import add\nexcept ImportError:\n    \
+                    def add(a, b):\n        return a - b\n\n\ndef multiply(a, b):\n    \
+                    return a * b\n";
+    let run = env.fix_scripted(
+        &repo,
+        "agent/out",
+        json!([
+            calls(
+                "Generate.",
+                vec![
+                    tool(
+                        "w1",
+                        "write_file",
+                        json!({"path": "build.sh", "content": make})
+                    ),
+                    tool(
+                        "w2",
+                        "write_file",
+                        json!({"path": "calc.py", "content": calc_try})
+                    ),
+                    tool(
+                        "w3",
+                        "write_file",
+                        json!({"path": "requirements.txt", "content": ""})
+                    ),
+                    tool("t1", "run_tests", json!({})),
+                ]
+            ),
+            calls(
+                "Stop generating; track out/.",
+                vec![
+                    tool(
+                        "w4",
+                        "write_file",
+                        json!({"path": "build.sh", "content": "true\n"})
+                    ),
+                    tool(
+                        "w5",
+                        "write_file",
+                        json!({"path": "out/NOTES.md", "content": "x\n"})
+                    ),
+                ]
+            ),
+            end_turn("Done.")
+        ]),
+        &[
+            "--test-cmd",
+            "python3 -m unittest -v",
+            "--setup-cmd",
+            "sh build.sh",
+            "--json",
+        ],
+    );
+    let json: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
+    let path = std::env::var("PATH").unwrap();
+    let (fresh, output) = export_and_test(
+        &env,
+        &repo,
+        "agent/out",
+        "sh build.sh && python3 -m unittest -v",
+        &path,
+    );
+    assert!(
+        !fresh,
+        "the branch's own setup makes no out/fix.py: {output}"
+    );
+    assert_ne!(json["outcome"], "passed", "{json}");
+}
+
+/// A test that moves a committed folder (which an overlay refuses, EXDEV) passes as it does in
+/// a checkout: such a run is run again on the tree itself.
+#[test]
+fn a_test_that_renames_a_committed_folder_passes_as_in_a_checkout() {
+    let env = TestEnv::new();
+    let test = "import os, unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    \
+                def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    \
+                def test_move_data(self):\n        os.rename('data', 'data.moved')\n        \
+                os.rename('data.moved', 'data')\n";
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", test),
+            ("data/a.txt", "a\n"),
+        ],
+    );
+    let run = env.fix_scripted(
+        &repo,
+        "agent/move",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+        &["--test-cmd", "python3 -m unittest -v", "--json"],
+    );
+    let json: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
+    let path = std::env::var("PATH").unwrap();
+    let (fresh, output) =
+        export_and_test(&env, &repo, "agent/move", "python3 -m unittest -v", &path);
+    assert!(fresh, "{output}");
+    assert_eq!(json["outcome"], "passed", "{json}");
+}

@@ -471,8 +471,11 @@ fn build_mounts(
             .cloned()
             .collect();
         // Not a layer that must hold: without it, the harness undoes what the run changed.
-        // Nor is the note that says it held: without it, the same.
-        if cover(&overlay.tree, &inside, || mount_tree_overlay(overlay)).is_ok() {
+        // Nor is the note that says it held: without it, the same. A folder of the real tree
+        // bound back inside it could be written for real, so then there is no note either.
+        let mounted = cover(&overlay.tree, &inside, || mount_tree_overlay(overlay));
+        let inside_tree = inside.iter().any(|w| w.starts_with(&overlay.tree));
+        if mounted.is_ok() && !inside_tree {
             let _ = std::fs::File::create(overlay.upper.join(OVERLAY_HELD));
         }
     }

@@ -445,12 +445,14 @@ fn link_targets(hidden: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// Other runs' private dirs and clean rooms in `temp`, where a command would see them: a
-/// temp dir that the sandbox does not make fresh (TMPDIR under HOME, say).
+/// temp dir that the sandbox does not make fresh (TMPDIR under HOME, say, or a /tmp the user
+/// made writable, which the sandbox leaves as it is).
 fn other_runs_dirs(temp: &Path, jail: &Jail) -> Vec<PathBuf> {
     let fresh = helper::PRIVATE_DIRS
         .iter()
         .filter(|(_, writable)| *writable);
-    if fresh.map(|(dir, _)| Path::new(dir)).any(|dir| dir == temp) {
+    let made_fresh = fresh.map(|(dir, _)| Path::new(dir)).any(|dir| dir == temp);
+    if made_fresh && !jail.writable.iter().any(|w| temp.starts_with(w)) {
         return Vec::new();
     }
     let Ok(entries) = std::fs::read_dir(temp) else {

@@ -269,6 +269,18 @@ impl<'a> TreeTester<'a> {
         self.test_once(tree, Cache::Shared, Report::NotAsked)
     }
 
+    /// Whether nothing but test runs can write into the clean room: the sandbox confines the
+    /// model's commands, and no directory the user made writable holds the room (an allowed
+    /// /tmp, say) or lies in it.
+    fn room_out_of_reach(&self, room: &CleanRoom) -> bool {
+        let root = room.root();
+        let reaches = |dir: &PathBuf| {
+            let dir = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            root.starts_with(&dir) || dir.starts_with(root)
+        };
+        self.setup.sandbox.confines() && !self.setup.sandbox.allowed_writes().iter().any(reaches)
+    }
+
     /// Whether the runner is told (through the environment) where to write its results.
     fn reports_through_files(&self) -> bool {
         self.asks_for_junit() || self.asks_for_results_json()
@@ -309,10 +321,10 @@ impl<'a> TreeTester<'a> {
             Cache::Shared => Some(room.cargo_target()),
             Cache::Fresh => Some(room.fresh_cargo_target()?),
         };
-        let dirs = room.run_dirs()?;
+        let mut dirs = room.run_dirs()?;
         let command = self.setup.plan.command_line(&self.runner_script);
         let overlay = room.fresh_overlay()?;
-        let raw = self.confined(
+        let mut raw = self.confined(
             &room,
             &dirs,
             &command,
@@ -320,8 +332,17 @@ impl<'a> TreeTester<'a> {
             report,
             Some(&overlay),
         )?;
-        let on_overlay = overlay.join(crate::sandbox::OVERLAY_HELD).exists();
+        let mut on_overlay = overlay.join(crate::sandbox::OVERLAY_HELD).exists();
         room.remove_overlay()?;
+        if on_overlay && raw.exit_code != Some(0) && crosses_devices(&raw.output) {
+            // An overlay refuses to rename a folder of the tree below it (EXDEV) where a
+            // checkout does not: the run on the tree itself, which the overlay left as it was,
+            // is the verdict.
+            dirs.remove()?;
+            dirs = room.run_dirs()?;
+            raw = self.confined(&room, &dirs, &command, cache_dir.as_deref(), report, None)?;
+            on_overlay = false;
+        }
         if cache == Cache::Shared && cache_dir.is_some() {
             room.note_cache_written();
         }
@@ -333,10 +354,9 @@ impl<'a> TreeTester<'a> {
             interrupted: raw.interrupted,
         };
         dirs.remove()?;
-        // Unconfined, the model's commands could write into the room after such an undo (or
-        // into the tree under the overlay): then it is undone at the next reset, right before
-        // the tests.
-        if self.setup.sandbox.confines() {
+        // Where the model's commands could write into the room after such an undo (or into the
+        // tree under the overlay), it is undone at the next reset, right before the tests.
+        if self.room_out_of_reach(&room) {
             if on_overlay {
                 room.left_untouched();
             } else {
@@ -470,6 +490,14 @@ impl<'a> TreeTester<'a> {
             .replace(&format!("{}/", tree.display()), "")
             .replace(&tree.display().to_string(), ".")
     }
+}
+
+/// Whether a test run's output tells of a rename across file systems (EXDEV): how an overlay
+/// refuses to move a folder of the tree below it.
+fn crosses_devices(output: &str) -> bool {
+    ["Invalid cross-device link", "EXDEV", "os error 18"]
+        .iter()
+        .any(|sign| output.contains(sign))
 }
 
 /// The toolchain directories inside hidden paths that tests still need: the entries of PATH

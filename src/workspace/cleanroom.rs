@@ -516,12 +516,15 @@ impl CleanRoom {
     pub fn reset_to(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
         self.settle()?;
         self.setup_since_reset = false;
-        // What the setup command made and `tree` tracks is the tree's now: written by the
-        // checkout, never kept (or removed) as an output.
+        // What the setup command made where `tree` tracks something is the tree's now: it goes
+        // whole (what the setup wrote beneath it too, or that would stay unknown to the
+        // snapshot, and be taken for the next setup's), and the checkout writes what is tracked.
         let target = self.repo.find_tree(tree)?;
-        self.setup_outputs
-            .retain(|rel| target.get_path(rel).is_err());
+        let (dropped, kept): (Vec<PathBuf>, Vec<PathBuf>) = std::mem::take(&mut self.setup_outputs)
+            .into_iter()
+            .partition(|rel| target.get_path(rel).is_ok());
         drop(target);
+        self.setup_outputs = kept.into_iter().collect();
         let (Some(mut snapshot), Some(current)) = (self.snapshot.take(), self.current) else {
             self.sweep(Path::new(""))?;
             return self.check_out_whole(tree);
@@ -530,11 +533,16 @@ impl CleanRoom {
             Some(undone) => undone,
             None => self.tree_walk().undo_changes_since(&snapshot)?,
         };
+        // Only now: with what a test run planted gone, no folder on their way is a link.
+        for rel in &dropped {
+            remove_entry(&self.tree.join(rel))?;
+        }
         if undone.lost_known_entries {
             // Something the snapshot knew is gone and cannot be named cheaply: start over.
             return self.check_out_whole(tree);
         }
-        if current == tree && undone.removed.is_empty() && undone.restored.is_empty() {
+        let untouched = undone.removed.is_empty() && undone.restored.is_empty();
+        if current == tree && untouched && dropped.is_empty() {
             // Nothing moved: the snapshot still describes the tree.
             self.snapshot = Some(snapshot);
             return Ok(());
@@ -558,9 +566,9 @@ impl CleanRoom {
         }
         drop(target);
         self.record_checkout(tree)?;
-        // Only what the checkout or the undo touched has new stat data, and the folders
-        // above it.
-        let touched = paths.iter().chain(&undone.restored);
+        // Only what the checkout, the undo or the removal of outputs touched has new stat data,
+        // and the folders above it.
+        let touched = paths.iter().chain(&undone.restored).chain(&dropped);
         self.tree_walk().restamp(&mut snapshot, touched)?;
         self.snapshot = Some(snapshot);
         Ok(())
