@@ -1,5 +1,10 @@
 //! Peak memory of a whole run (set-up, a test run before any change, one edit and its commit,
-//! the test run that ends it, the report) beside `git worktree add` of the same repository.
+//! the test run that ends it, the report) beside `git worktree add` of the same repository,
+//! and what libgit2's own checkout of the same tree takes in a process that does nothing else
+//! (every run checks the tree out once, into the clean room).
+
+/// The argument that makes this binary check `REPO`'s HEAD out into `DIR` and exit.
+const CHECKOUT_ONLY: &str = "--libgit2-checkout-only";
 
 use crate::common::{git_command, Options, Repo};
 use std::os::unix::process::ExitStatusExt;
@@ -65,6 +70,15 @@ pub fn section(repo: &Repo, options: &Options) {
             .expect("git");
         assert!(removed.success());
     }
+    let mut bare = Vec::new();
+    for n in 0..runs {
+        let target = home.path().join(format!("libgit2-{n}"));
+        let mut only = Command::new(std::env::current_exe().expect("this bench"));
+        only.arg(CHECKOUT_ONLY).arg(&repo.path).arg(&target);
+        bare.push(peak_kib(only));
+        std::fs::remove_dir_all(&target).expect("remove");
+    }
+    let bare = median(bare);
     let (ours, theirs) = (median(ours), median(theirs));
     let ratio = ours as f64 / theirs.max(1) as f64;
     let verdict = if ratio <= 1.5 { "ok" } else { "OVER" };
@@ -75,6 +89,53 @@ pub fn section(repo: &Repo, options: &Options) {
         "git worktree add",
         theirs as f64 / 1024.0,
     );
+    println!(
+        "  {:<40} {:>8.1} MiB            {:<34} {:>8.1} MiB            {:>5.2}x",
+        "libgit2 checkout_tree alone",
+        bare as f64 / 1024.0,
+        "git worktree add",
+        theirs as f64 / 1024.0,
+        bare as f64 / theirs.max(1) as f64,
+    );
+}
+
+/// With `CHECKOUT_ONLY REPO DIR` as its arguments, checks out REPO's HEAD into DIR with
+/// libgit2 as the clean room does (and the process cap on its object cache) and says with
+/// what exit code to end; otherwise `None`.
+pub fn checkout_only() -> Option<i32> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != CHECKOUT_ONLY {
+        return None;
+    }
+    let (source, target) = (args.next()?, args.next()?);
+    agent_git::workspace::limit_object_cache();
+    let tree = {
+        let source = git2::Repository::open(&source).expect("open");
+        let head = source.head().and_then(|h| h.peel_to_tree()).expect("tree");
+        head.id()
+    };
+    // As the clean room is made: a repository of its own that reads the objects through
+    // alternates, an empty index, and a work tree beside it.
+    let target = std::path::PathBuf::from(target);
+    let git = target.join("git");
+    let work = target.join("tree");
+    std::fs::create_dir_all(&work).expect("mkdir");
+    drop(git2::Repository::init_bare(&git).expect("init"));
+    let objects = std::path::Path::new(&source).join(".git/objects");
+    std::fs::write(
+        git.join("objects/info/alternates"),
+        format!("{}\n", objects.display()),
+    )
+    .expect("alternates");
+    let repo = git2::Repository::open_bare(&git).expect("open");
+    repo.set_workdir(&work, false).expect("workdir");
+    repo.index().and_then(|mut i| i.write()).expect("index");
+    let tree = repo.find_tree(tree).expect("tree");
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout.force().update_index(false);
+    repo.checkout_tree(tree.as_object(), Some(&mut checkout))
+        .expect("checkout");
+    Some(0)
 }
 
 fn median(mut values: Vec<i64>) -> i64 {
