@@ -334,7 +334,8 @@ impl<'a> TreeTester<'a> {
         )?;
         let mut on_overlay = overlay.join(crate::sandbox::OVERLAY_HELD).exists();
         room.remove_overlay()?;
-        if on_overlay && raw.exit_code != Some(0) && crosses_devices(&raw.output) {
+        let failed = raw.exit_code != Some(0) && !raw.timed_out && !raw.interrupted;
+        if on_overlay && failed && crosses_devices(&raw.output) {
             // An overlay refuses to rename a folder of the tree below it (EXDEV) where a
             // checkout does not: the run on the tree itself, which the overlay left as it was,
             // is the verdict.
