@@ -39,16 +39,19 @@ const OUTSIDE: &[&str] = &[
 /// looks up a few hundred names.
 pub(crate) struct RepoFiles<'a> {
     all: Vec<&'a str>,
-    /// (file name, path), by file name.
-    by_name: Vec<(&'a str, &'a str)>,
+    /// Places in `all`, by file name (then path): four bytes a file, not a second pair of
+    /// slices.
+    by_name: Vec<u32>,
 }
 
 impl<'a> RepoFiles<'a> {
     pub(crate) fn new(files: &'a [String]) -> Self {
         let mut all: Vec<&str> = files.iter().map(String::as_str).collect();
         all.sort_unstable();
-        let mut by_name: Vec<(&str, &str)> = all.iter().map(|f| (file_name(f), *f)).collect();
-        by_name.sort_unstable();
+        // More files than a u32 counts are not looked up by name.
+        let count = u32::try_from(all.len()).unwrap_or(u32::MAX);
+        let mut by_name: Vec<u32> = (0..count).collect();
+        by_name.sort_unstable_by_key(|&at| (file_name(all[at as usize]), all[at as usize]));
         RepoFiles { all, by_name }
     }
 
@@ -60,11 +63,14 @@ impl<'a> RepoFiles<'a> {
     /// Tracked files that are `tail` or end with `/tail`, shortest first.
     pub(crate) fn ending_with(&self, tail: &str) -> Vec<&'a str> {
         let name = file_name(tail);
-        let start = self.by_name.partition_point(|(n, _)| *n < name);
+        let path = |at: &u32| self.all[*at as usize];
+        let start = self
+            .by_name
+            .partition_point(|at| file_name(path(at)) < name);
         let mut found: Vec<&str> = self.by_name[start..]
             .iter()
-            .take_while(|(n, _)| *n == name)
-            .map(|(_, f)| *f)
+            .map(path)
+            .take_while(|f| file_name(f) == name)
             .filter(|f| *f == tail || f.ends_with(&format!("/{tail}")))
             .collect();
         found.sort_by_key(|f| (f.len(), *f));

@@ -122,7 +122,10 @@ fn in_slot(
 /// cannot be trusted, a fresh checkout in its place.
 fn fill(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupError> {
     if let Ok(tree) = reuse(repo, k, branch) {
-        return Ok(tree);
+        // A handle of its own for the run: the one that made the tree clean holds the index
+        // it read (tens of MiB on a large repository) until the first commit needs it again.
+        drop(tree);
+        return Ok(Repository::open(path_of(repo, k))?);
     }
     clear(repo, k);
     let path = path_of(repo, k);
