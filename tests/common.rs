@@ -12,6 +12,19 @@ pub const CALC_FIXED: &str =
     "def add(a, b):\n    return a + b\n\n\ndef multiply(a, b):\n    return a * b\n";
 pub const TEST_CALC: &str = "from calc import add, multiply\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_multiply():\n    assert multiply(4, 5) == 20\n";
 
+/// The same tests for unittest, which needs no pytest.
+pub const UNITTEST_CALC: &str = concat!(
+    "import unittest\n",
+    "from calc import add, multiply\n",
+    "\n\n",
+    "class T(unittest.TestCase):\n",
+    "    def test_add(self):\n",
+    "        self.assertEqual(add(2, 3), 5)\n",
+    "\n",
+    "    def test_multiply(self):\n",
+    "        self.assertEqual(multiply(4, 5), 20)\n",
+);
+
 pub struct TestEnv {
     root: tempfile::TempDir,
 }

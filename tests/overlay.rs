@@ -5,18 +5,6 @@
 use crate::common::*;
 use serde_json::{json, Value};
 
-const UNITTEST_CALC: &str = concat!(
-    "import unittest\n",
-    "from calc import add, multiply\n",
-    "\n\n",
-    "class T(unittest.TestCase):\n",
-    "    def test_add(self):\n",
-    "        self.assertEqual(add(2, 3), 5)\n",
-    "\n",
-    "    def test_multiply(self):\n",
-    "        self.assertEqual(multiply(4, 5), 20)\n",
-);
-
 /// Appends `overlay` or `plain` to `log`: whether the working directory is an overlay mount.
 fn note_mount(log: &str) -> String {
     format!(

@@ -9,18 +9,6 @@ fn counting(log: &std::path::Path) -> String {
     format!("echo ran >> {}/runs; python3 -m unittest -v", log.display())
 }
 
-const UNITTEST_CALC: &str = concat!(
-    "import unittest\n",
-    "from calc import add, multiply\n",
-    "\n\n",
-    "class T(unittest.TestCase):\n",
-    "    def test_add(self):\n",
-    "        self.assertEqual(add(2, 3), 5)\n",
-    "\n",
-    "    def test_multiply(self):\n",
-    "        self.assertEqual(multiply(4, 5), 20)\n",
-);
-
 fn run_tests(id: &str) -> Value {
     calls("Check.", vec![tool(id, "run_tests", json!({}))])
 }

@@ -449,12 +449,7 @@ fn build_mounts(
         Some(overlay) => {
             // Only what must be written for real is bound back over it: a toolchain under
             // HOME is seen through the overlay, and its writes land there too.
-            let writable: Vec<PathBuf> = args
-                .writable
-                .iter()
-                .filter(|w| **w != overlay.home)
-                .cloned()
-                .collect();
+            let writable = writable_but(args, &overlay.home);
             let mounted = cover(&overlay.home, &writable, || mount_home_overlay(overlay));
             if mounted.is_ok() {
                 fresh_writable.push(overlay.home.clone());
@@ -464,12 +459,7 @@ fn build_mounts(
     };
     if let Some(overlay) = &args.tree {
         // Directories the user made writable inside the tree stay the real ones.
-        let inside: Vec<PathBuf> = args
-            .writable
-            .iter()
-            .filter(|w| **w != overlay.tree)
-            .cloned()
-            .collect();
+        let inside = writable_but(args, &overlay.tree);
         // Not a layer that must hold: without it, the harness undoes what the run changed.
         // Nor is the note that says it held: without it, the same. A folder of the real tree
         // bound back inside it could be written for real, so then there is no note either.
@@ -511,6 +501,15 @@ fn build_mounts(
     std::env::set_current_dir(&cwd)
         .map_err(|e| format!("cannot enter {} again: {e}", cwd.display()))?;
     Ok((home, fresh_writable))
+}
+
+/// The writable directories but `dir`: what an overlay on `dir` binds back inside it.
+fn writable_but(args: &HelperArgs, dir: &Path) -> Vec<PathBuf> {
+    args.writable
+        .iter()
+        .filter(|w| *w != dir)
+        .cloned()
+        .collect()
 }
 
 /// `paths` and, for each that is or goes through a link, where it really is: a `~/.ssh` that
