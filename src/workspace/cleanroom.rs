@@ -291,7 +291,12 @@ impl TreeWalk {
                 if !done.insert(rel) {
                     break;
                 }
-                let full = self.tree.join(rel);
+                // Not `join("")` for the top: its trailing slash would follow a link.
+                let full = if rel.as_os_str().is_empty() {
+                    self.tree.clone()
+                } else {
+                    self.tree.join(rel)
+                };
                 match std::fs::symlink_metadata(&full) {
                     Ok(meta) => {
                         snapshot.insert(self.key(rel), Stamp::of(&meta));
@@ -694,7 +699,21 @@ impl CleanRoom {
     /// that failed midway): removes everything in the folder `rel` but what the setup command
     /// made and the folders that hold it, for a whole checkout to write the tree anew.
     fn sweep(&self, rel: &Path) -> Result<(), WorkspaceError> {
-        let dir = self.tree.join(rel);
+        let top = rel.as_os_str().is_empty();
+        // Not `join("")`: its trailing slash would follow a link in the tree's place.
+        let dir = if top {
+            self.tree.clone()
+        } else {
+            self.tree.join(rel)
+        };
+        if top && !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            // The tree itself is gone, or something else (a link) stands in its place: never
+            // followed, it goes, and the tree starts empty.
+            if std::fs::symlink_metadata(&dir).is_ok() {
+                remove_planted(&dir)?;
+            }
+            return std::fs::create_dir(&dir).map_err(|e| WorkspaceError::io("create", &dir, e));
+        }
         let read = |e| WorkspaceError::io("read", &dir, e);
         for entry in std::fs::read_dir(&dir).map_err(read)? {
             let entry = entry.map_err(read)?;
@@ -1268,6 +1287,22 @@ mod tests {
         room.reset_to(first).unwrap();
         assert_eq!(read(&room, "pkg/mod.py"), "x = 1\n");
         holds_exactly(&room, &repo, first);
+    }
+
+    /// With nothing known of the room, a link in the tree's place is removed, never followed.
+    #[test]
+    fn a_sweep_never_follows_a_link_in_place_of_the_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, tree) = repo_with(dir.path(), &[("calc.py", "one\n")]);
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep.txt"), "mine\n").unwrap();
+        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        std::fs::remove_dir(room.path()).unwrap();
+        symlink(outside.path(), room.path()).unwrap();
+        room.reset_to(tree).unwrap();
+        assert!(outside.path().join("keep.txt").exists());
+        assert!(!std::fs::symlink_metadata(room.path()).unwrap().is_symlink());
+        holds_exactly(&room, &repo, tree);
     }
 
     /// A test run leaves a folder it planted shut (mode 000, or 0555) with a file in it.
