@@ -257,3 +257,125 @@ fn a_test_that_renames_a_committed_folder_passes_as_in_a_checkout() {
     assert!(fresh, "{output}");
     assert_eq!(json["outcome"], "passed", "{json}");
 }
+
+/// A run on the tree itself (here: after EXDEV on the overlay, with /tmp allowed, so nothing is
+/// undone in the background) puts a link in place of the folder that holds a setup output:
+/// clearing the setup removes nothing the link leads to.
+#[test]
+fn clearing_a_setup_never_follows_a_link_a_test_run_planted() {
+    let env = TestEnv::new();
+    let victim = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("victim-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&victim);
+    std::fs::create_dir_all(victim.join("out")).unwrap();
+    std::fs::write(victim.join("out/precious.txt"), "user data\n").unwrap();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", UNITTEST_CALC),
+            ("lib/keep.txt", "keep\n"),
+        ],
+    );
+    let stage =
+        std::path::PathBuf::from(format!("/tmp/agent-git-test-stage-{}", std::process::id()));
+    let _ = std::fs::remove_file(&stage);
+    let st = stage.display();
+    let v = victim.display();
+    let test = format!(
+        "if python3 -c 'import calc, sys; sys.exit(calc.add(2, 3) != 5)'; then \
+           if [ -e {st} ]; then \
+             if [ ! -L lib ]; then mv lib lib.old && ln -s {v} lib; fi; \
+           else touch {st}; echo EXDEV; exit 1; fi; \
+         fi; python3 -m unittest -v"
+    );
+    let run = env.fix_scripted(
+        &repo,
+        "agent/link",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+        &[
+            "--test-cmd",
+            &test,
+            "--setup-cmd",
+            "mkdir -p lib/out",
+            "--allow-write",
+            "/tmp",
+            "--json",
+        ],
+    );
+    let _ = std::fs::remove_file(&stage);
+    let survived = victim.join("out/precious.txt").exists();
+    let _ = std::fs::remove_dir_all(&victim);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert!(
+        survived,
+        "the harness removed a file outside the clean room"
+    );
+}
+
+/// Code under test that fails with "EXDEV" in its output and leaves a mark in the build cache
+/// (CARGO_TARGET_DIR) does not find it when run again on the tree: the re-run starts as the
+/// first run did.
+#[test]
+fn a_rerun_on_the_tree_finds_nothing_the_overlay_run_left_in_the_cache() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[("calc.py", CALC), ("test_calc.py", UNITTEST_CALC)],
+    );
+    let calc = "import os\n\n\
+                MARK = os.path.join(os.environ.get('CARGO_TARGET_DIR', '/nonexistent'), 'seen')\n\
+                SEEN = os.path.exists(MARK)\n\
+                if not SEEN:\n    try:\n        open(MARK, 'w').close()\n    except OSError:\n        pass\n    print('EXDEV')\n\n\n\
+                def add(a, b):\n    return a + b if SEEN else a - b\n\n\n\
+                def multiply(a, b):\n    return a * b\n";
+    let run = env.fix_scripted(
+        &repo,
+        "agent/mark",
+        json!([
+            calls(
+                "Fix.",
+                vec![tool(
+                    "w1",
+                    "write_file",
+                    json!({"path": "calc.py", "content": calc})
+                )]
+            ),
+            end_turn("Done.")
+        ]),
+        &["--test-cmd", "python3 -m 'unit'test -v", "--json"],
+    );
+    let json: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
+    let path = std::env::var("PATH").unwrap();
+    let (fresh, output) =
+        export_and_test(&env, &repo, "agent/mark", "python3 -m unittest -v", &path);
+    assert!(!fresh, "a fresh checkout fails: {output}");
+    assert_ne!(json["outcome"], "passed", "{json}");
+}
+
+/// A test run (here with the sandbox off, on the tree itself) that removes what the setup made
+/// makes the setup run again, rather than ending the run.
+#[test]
+fn a_test_run_that_removes_a_setup_output_makes_the_setup_run_again() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[("calc.py", CALC), ("test_calc.py", UNITTEST_CALC)],
+    );
+    let run = env.fix_scripted(
+        &repo,
+        "agent/gone",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+        &[
+            "--test-cmd",
+            "rm -rf out; python3 -m unittest -v",
+            "--setup-cmd",
+            "mkdir -p out",
+            "--sandbox",
+            "off",
+            "--json",
+        ],
+    );
+    let json: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
+    assert_eq!(json["outcome"], "passed", "{json}");
+}

@@ -339,9 +339,15 @@ impl<'a> TreeTester<'a> {
             // An overlay refuses to rename a folder of the tree below it (EXDEV) where a
             // checkout does not: the run on the tree itself, which the overlay left as it was,
             // is the verdict.
+            // It starts as the first did: what that one wrote to the build cache (the one place
+            // outside the overlay it could write) is not there for it to find.
             dirs.remove()?;
             dirs = room.run_dirs()?;
-            raw = self.confined(&room, &dirs, &command, cache_dir.as_deref(), report, None)?;
+            let cache = match cache_dir {
+                Some(_) => Some(room.fresh_cargo_target()?),
+                None => None,
+            };
+            raw = self.confined(&room, &dirs, &command, cache.as_deref(), report, None)?;
             on_overlay = false;
         }
         if cache == Cache::Shared && cache_dir.is_some() {

@@ -538,9 +538,8 @@ impl CleanRoom {
             Some(undone) => undone,
             None => self.tree_walk().undo_changes_since(&snapshot)?,
         };
-        // Only now: with what a test run planted gone, no folder on their way is a link.
         for rel in &dropped {
-            remove_entry(&self.tree.join(rel))?;
+            self.remove_in_tree(rel)?;
         }
         if undone.lost_known_entries {
             // Something the snapshot knew is gone and cannot be named cheaply: start over.
@@ -693,6 +692,27 @@ impl CleanRoom {
         self.repo.set_head_detached(commit)?;
         self.current = Some(tree);
         Ok(())
+    }
+
+    /// Removes the entry at `rel` in the tree (a folder whole, a link itself), only where every
+    /// folder on the way to it is a real folder of the tree: a test run may have put a link in
+    /// the place of one, and what it leads to is never the room's to remove. Where one is not,
+    /// the entry is not where it was made, and nothing is removed.
+    fn remove_in_tree(&self, rel: &Path) -> Result<(), WorkspaceError> {
+        let mut dir = self.tree.clone();
+        let Some(name) = rel.file_name() else {
+            return Ok(());
+        };
+        for part in rel.parent().into_iter().flat_map(Path::components) {
+            let std::path::Component::Normal(part) = part else {
+                return Ok(());
+            };
+            dir.push(part);
+            if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+                return Ok(());
+            }
+        }
+        remove_planted(&dir.join(name))
     }
 
     /// With nothing known of what the room holds (before the first checkout, or after a reset
@@ -853,7 +873,7 @@ impl CleanRoom {
         self.settle()?;
         self.setup_since_reset = true;
         for rel in std::mem::take(&mut self.setup_outputs) {
-            remove_entry(&self.tree.join(rel))?;
+            self.remove_in_tree(&rel)?;
         }
         self.setup_state = None;
         self.setup_from = None;
@@ -920,7 +940,16 @@ impl CleanRoom {
     fn outputs_digest(&self) -> Result<u64, WorkspaceError> {
         let mut hasher = DefaultHasher::new();
         for rel in &self.setup_outputs {
-            let walk = walkdir::WalkDir::new(self.tree.join(rel))
+            let root = self.tree.join(rel);
+            // One a test run removed (or put a link in place of) makes the setup run again.
+            match std::fs::symlink_metadata(&root) {
+                Ok(meta) if !meta.is_symlink() => {}
+                found => {
+                    (rel, found.is_ok()).hash(&mut hasher);
+                    continue;
+                }
+            }
+            let walk = walkdir::WalkDir::new(root)
                 .follow_links(false)
                 .sort_by_file_name();
             for entry in walk {
