@@ -291,12 +291,7 @@ impl TreeWalk {
                 if !done.insert(rel) {
                     break;
                 }
-                // Not `join("")` for the top: its trailing slash would follow a link.
-                let full = if rel.as_os_str().is_empty() {
-                    self.tree.clone()
-                } else {
-                    self.tree.join(rel)
-                };
+                let full = entry_path(&self.tree, rel);
                 match std::fs::symlink_metadata(&full) {
                     Ok(meta) => {
                         snapshot.insert(self.key(rel), Stamp::of(&meta));
@@ -399,6 +394,16 @@ struct Undone {
     restored: Vec<PathBuf>,
     /// Entries the snapshot knew that are gone and were not named (a removed directory's).
     lost_known_entries: bool,
+}
+
+/// Where the entry `rel` of the tree at `tree` is; the tree itself for the empty path, not
+/// `join("")`, whose trailing slash would follow a link standing in the tree's place.
+fn entry_path(tree: &Path, rel: &Path) -> PathBuf {
+    if rel.as_os_str().is_empty() {
+        tree.to_path_buf()
+    } else {
+        tree.join(rel)
+    }
 }
 
 /// Removes what a test run left at `path`, also a folder it left shut to stop just that.
@@ -719,14 +724,9 @@ impl CleanRoom {
     /// that failed midway): removes everything in the folder `rel` but what the setup command
     /// made and the folders that hold it, for a whole checkout to write the tree anew.
     fn sweep(&self, rel: &Path) -> Result<(), WorkspaceError> {
-        let top = rel.as_os_str().is_empty();
-        // Not `join("")`: its trailing slash would follow a link in the tree's place.
-        let dir = if top {
-            self.tree.clone()
-        } else {
-            self.tree.join(rel)
-        };
-        if top && !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        let dir = entry_path(&self.tree, rel);
+        if rel.as_os_str().is_empty() && !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir())
+        {
             // The tree itself is gone, or something else (a link) stands in its place: never
             // followed, it goes, and the tree starts empty.
             if std::fs::symlink_metadata(&dir).is_ok() {
