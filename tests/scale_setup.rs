@@ -22,6 +22,7 @@ fn repo(env: &TestEnv) -> PathBuf {
             ("test_calc.py", TEST_CALC),
             (".gitignore", "build/\n.venv/\n*.pyc\n"),
             ("src/pkg/mod.py", "VALUE = 1\n"),
+            ("docs/notes.md", "notes\n"),
         ],
     )
 }
@@ -46,9 +47,10 @@ fn linked_trees(env: &TestEnv, repo: &Path) -> Vec<String> {
 
 /// Everything an earlier run could leave in its work tree: ignored builds and a venv, a link
 /// out, a folder nobody may read, a nested repository, a planted `.git` in a tracked folder,
-/// the tree's own `.git` pointing elsewhere, and a tracked file changed behind git's back
-/// (same size, same modification time) and one made executable.
-fn plant_leftovers(tree: &Path) {
+/// the tree's own `.git` pointing elsewhere, a tracked file changed behind git's back (same
+/// size, same modification time), one made executable, one changed and staged (the index
+/// and the tree agree, the commit does not) and one taken out of the index but left in place.
+fn plant_leftovers(env: &TestEnv, tree: &Path) {
     use std::os::unix::fs::PermissionsExt;
     for dir in [
         "build/locked",
@@ -74,12 +76,15 @@ fn plant_leftovers(tree: &Path) {
     file.set_modified(mtime).unwrap();
     let ignore = tree.join(".gitignore");
     std::fs::set_permissions(&ignore, PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(tree.join("docs/notes.md"), "staged notes\n").unwrap();
+    env.git(tree, &["add", "docs/notes.md"]);
+    env.git(tree, &["rm", "-q", "--cached", "calc.py"]);
     std::fs::remove_file(tree.join(".git")).unwrap();
     std::fs::write(tree.join(".git"), "gitdir: /nonexistent\n").unwrap();
 }
 
 const LIST: &str = "find . -path ./.git -prune -o -print | LC_ALL=C sort; \
-    stat -c '%a %n' .gitignore src/pkg/mod.py; cat src/pkg/mod.py";
+    stat -c '%a %n' .gitignore src/pkg/mod.py; cat src/pkg/mod.py docs/notes.md";
 
 #[test]
 fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
@@ -110,7 +115,7 @@ fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
             .contains("branch.head agent/one"),
         "a pooled tree holds no branch"
     );
-    plant_leftovers(&tree);
+    plant_leftovers(&env, &tree);
     // A file no run changed keeps its old time in a reused tree; a fresh checkout writes it now.
     let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(978_307_200);
     let untouched = tree.join("test_calc.py");
@@ -138,8 +143,9 @@ fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
     let kept = std::fs::metadata(&untouched).unwrap().modified().unwrap();
     assert_eq!(kept, old, "only the paths that differ were written");
     let (_, listing) = &second.results()["list"];
-    let expected = ".\n./.gitignore\n./calc.py\n./src\n./src/pkg\n./src/pkg/mod.py\n\
-                    ./test_calc.py\n644 .gitignore\n644 src/pkg/mod.py\nVALUE = 1\n";
+    let expected = ".\n./.gitignore\n./calc.py\n./docs\n./docs/notes.md\n./src\n./src/pkg\n\
+                    ./src/pkg/mod.py\n./test_calc.py\n644 .gitignore\n644 src/pkg/mod.py\n\
+                    VALUE = 1\nnotes\n";
     assert!(
         listing.contains(expected),
         "the model saw leftovers: {listing}"

@@ -148,7 +148,7 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     }
     let tree = open_slot(repo, k)?;
     let held = tree.head()?.peel_to_tree()?;
-    remove_leftovers(&tree, &path)?;
+    let mut paths = remove_leftovers(&tree, &path)?;
     let mut index = tree.index()?;
     if index.write_tree()? != held.id() {
         index.read_tree(&held)?;
@@ -159,11 +159,23 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
         .find_branch(branch, BranchType::Local)?
         .get()
         .peel_to_tree()?;
-    // HEAD still names what the tree holds: libgit2 takes it as the baseline, and writes only
-    // what differs from it (and what the sweep above removed).
-    let mut checkout = CheckoutBuilder::new();
-    checkout.force();
-    tree.checkout_tree(target.as_object(), Some(&mut checkout))?;
+    let diff = tree.diff_tree_to_tree(Some(&held), Some(&target), None)?;
+    for delta in diff.deltas() {
+        let files = [delta.old_file(), delta.new_file()];
+        paths.extend(files.iter().filter_map(|f| f.path()).map(Path::to_path_buf));
+    }
+    drop(diff);
+    // Only the paths that differ between the two trees, and those the sweep found, are looked
+    // at and written: a checkout of the whole tree lists every file of it in memory. HEAD
+    // still names what the tree holds, which libgit2 takes as the baseline.
+    if !paths.is_empty() {
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force().disable_pathspec_match(true);
+        for rel in &paths {
+            checkout.path(rel.as_path());
+        }
+        tree.checkout_tree(target.as_object(), Some(&mut checkout))?;
+    }
     tree.set_head(&format!("refs/heads/{branch}"))?;
     drop((held, target, index));
     Ok(tree)
@@ -182,8 +194,9 @@ fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
 
 /// Removes every path of the tree that differs from its index: untracked and ignored files
 /// and folders whole (links removed, never followed), and changed tracked files, which the
-/// checkout then writes again.
-fn remove_leftovers(tree: &Repository, root: &Path) -> Result<(), SetupError> {
+/// checkout must then write again. Says which paths it found: every one that differed from
+/// the commit the tree holds, in the index or in the tree, is among them.
+fn remove_leftovers(tree: &Repository, root: &Path) -> Result<Vec<PathBuf>, SetupError> {
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .include_ignored(true)
@@ -191,15 +204,18 @@ fn remove_leftovers(tree: &Repository, root: &Path) -> Result<(), SetupError> {
         .recurse_ignored_dirs(false)
         .exclude_submodules(true);
     let statuses = tree.statuses(Some(&mut opts))?;
+    let mut listed = Vec::with_capacity(statuses.len());
     for entry in statuses.iter() {
+        let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
+        listed.push(rel.to_path_buf());
         if entry.status() == Status::WT_DELETED {
             continue;
         }
-        let rel = std::ffi::OsStr::from_bytes(entry.path_bytes());
-        let path = root.join(Path::new(rel).components().as_path());
+        let path = root.join(rel.components().as_path());
         remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
     }
-    remove_nested_git(tree, root)
+    remove_nested_git(tree, root)?;
+    Ok(listed)
 }
 
 /// Removes a `.git` planted in a tracked folder, which git's status never reports (it takes
