@@ -8,6 +8,7 @@ pub mod eval;
 pub mod files;
 pub mod guard;
 pub mod leftovers;
+pub mod memory;
 pub mod model;
 pub mod prepare;
 pub mod report;

@@ -100,7 +100,7 @@ pub fn section(repo: &Repo, options: &Options) {
 }
 
 /// With `CHECKOUT_ONLY REPO DIR` as its arguments, checks out REPO's HEAD into DIR with
-/// libgit2 as the clean room does (and the process cap on its object cache) and says with
+/// libgit2 as the clean room does (with the memory policy of the process) and says with
 /// what exit code to end; otherwise `None`.
 pub fn checkout_only() -> Option<i32> {
     let mut args = std::env::args_os().skip(1);
@@ -108,7 +108,7 @@ pub fn checkout_only() -> Option<i32> {
         return None;
     }
     let (source, target) = (args.next()?, args.next()?);
-    agent_git::workspace::limit_object_cache();
+    agent_git::memory::tune();
     let tree = {
         let source = git2::Repository::open(&source).expect("open");
         let head = source.head().and_then(|h| h.peel_to_tree()).expect("tree");

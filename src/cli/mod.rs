@@ -138,7 +138,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
     if !matches!(cli.command, Command::SandboxExec(_)) {
         crate::secrets::take_from_environment();
     }
-    crate::workspace::limit_object_cache();
+    crate::memory::tune();
     match cli.command {
         Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),

@@ -37,8 +37,53 @@ const SETUP_INPUTS: &[&str] = &[
 
 /// The tree's entries, each under a keyed hash of its relative path (`TreeWalk::key`): on a
 /// 100,000-file tree a table of paths costs three times the memory, and a test run cannot
-/// choose paths that collide with a key it never sees.
-type Snapshot = std::collections::HashMap<u64, Stamp>;
+/// choose paths that collide with a key it never sees. Of a file or link a reset asks only
+/// whether it changed, so it keeps a keyed hash of its stat data (16 bytes an entry in all,
+/// not 48); of a folder it keeps the stat data it gives back to a folder a test run changed.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Snapshot {
+    files: std::collections::HashMap<u64, u64>,
+    dirs: std::collections::HashMap<u64, Stamp>,
+}
+
+/// What a snapshot knows of an entry.
+#[derive(Debug, Clone, Copy)]
+enum Known<'s> {
+    /// A file or link: the keyed hash of its stat data.
+    File(u64),
+    Dir(&'s Stamp),
+}
+
+impl Snapshot {
+    fn get(&self, key: u64) -> Option<Known<'_>> {
+        match self.files.get(&key) {
+            Some(hash) => Some(Known::File(*hash)),
+            None => self.dirs.get(&key).map(Known::Dir),
+        }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        self.files.contains_key(&key) || self.dirs.contains_key(&key)
+    }
+
+    fn insert(&mut self, walk: &TreeWalk, key: u64, stamp: Stamp) {
+        self.remove(key);
+        if stamp.is_dir() {
+            self.dirs.insert(key, stamp);
+        } else {
+            self.files.insert(key, walk.hash_of(&stamp));
+        }
+    }
+
+    fn remove(&mut self, key: u64) {
+        self.files.remove(&key);
+        self.dirs.remove(&key);
+    }
+
+    fn len(&self) -> usize {
+        self.files.len() + self.dirs.len()
+    }
+}
 
 /// What a walk of the tree calls for each entry: its relative and full path, its stat data,
 /// and the part of the walk's result that the thread which met it keeps.
@@ -52,7 +97,7 @@ enum Walk {
     SkipDir,
 }
 
-/// What a reset remembers of one entry of the tree (40 bytes: the snapshot holds one for each).
+/// An entry's stat data as a reset compares it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Stamp {
     ino: u64,
@@ -158,16 +203,43 @@ impl TreeWalk {
         self.keys.hash_one(rel)
     }
 
+    /// The snapshot's keyed hash of a file's stat data: a test run that cannot see the key
+    /// cannot make a change hash as the entry did.
+    fn hash_of(&self, stamp: &Stamp) -> u64 {
+        use std::hash::BuildHasher;
+        self.keys.hash_one(stamp)
+    }
+
+    /// Whether an entry's stat data now is what the snapshot knows of it.
+    fn unchanged(&self, known: Known<'_>, now: &Stamp) -> bool {
+        match known {
+            Known::File(hash) => !now.is_dir() && self.hash_of(now) == hash,
+            Known::Dir(was) => was == now,
+        }
+    }
+
     /// Everything in the tree as the last reset left it: inode, change time, mode and
     /// modification time of each entry. Any write, chmod, touch, link or extended attribute a
     /// test run makes moves an entry's change time, which no test run can set back.
     fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
-        let parts = self.walk(&|rel, _, meta, part: &mut Vec<(u64, Stamp)>| {
-            part.push((self.key(rel), Stamp::of(meta)));
+        type Part = (Vec<(u64, u64)>, Vec<(u64, Stamp)>);
+        let parts = self.walk(&|rel, _, meta, (files, dirs): &mut Part| {
+            let stamp = Stamp::of(meta);
+            if stamp.is_dir() {
+                dirs.push((self.key(rel), stamp));
+            } else {
+                files.push((self.key(rel), self.hash_of(&stamp)));
+            }
             Ok(Walk::On)
         })?;
-        let mut snapshot = Snapshot::with_capacity(parts.iter().map(Vec::len).sum());
-        parts.into_iter().for_each(|part| snapshot.extend(part));
+        let mut snapshot = Snapshot::default();
+        snapshot
+            .files
+            .reserve(parts.iter().map(|(files, _)| files.len()).sum());
+        for (files, dirs) in parts {
+            snapshot.files.extend(files);
+            snapshot.dirs.extend(dirs);
+        }
         Ok(snapshot)
     }
 
@@ -294,14 +366,14 @@ impl TreeWalk {
                 let full = entry_path(&self.tree, rel);
                 match std::fs::symlink_metadata(&full) {
                     Ok(meta) => {
-                        snapshot.insert(self.key(rel), Stamp::of(&meta));
+                        snapshot.insert(self, self.key(rel), Stamp::of(&meta));
                     }
                     // Gone, or a file now stands where its folder was.
                     Err(e)
                         if e.kind() == std::io::ErrorKind::NotFound
                             || e.raw_os_error() == Some(libc::ENOTDIR) =>
                     {
-                        snapshot.remove(&self.key(rel));
+                        snapshot.remove(self.key(rel));
                     }
                     Err(e) => return Err(WorkspaceError::io("inspect", &full, e)),
                 }
@@ -316,9 +388,9 @@ impl TreeWalk {
     fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<Undone, WorkspaceError> {
         let parts = self.walk(&|rel, full, meta, (undone, seen): &mut (Undone, usize)| {
             let now = Stamp::of(meta);
-            match snapshot.get(&self.key(rel)) {
-                Some(was) if *was == now => *seen += 1,
-                Some(was) if meta.is_dir() && was.is_dir() => {
+            match snapshot.get(self.key(rel)) {
+                Some(known) if self.unchanged(known, &now) => *seen += 1,
+                Some(Known::Dir(was)) if meta.is_dir() => {
                     *seen += 1;
                     // What cannot be put back goes whole; the checkout writes it anew.
                     if restore_dir(full, was).is_err() {
@@ -329,7 +401,7 @@ impl TreeWalk {
                     undone.restored.push(rel.to_path_buf());
                 }
                 known => {
-                    if known.is_some_and(Stamp::is_dir) {
+                    if matches!(known, Some(Known::Dir(_))) {
                         // What the snapshot knew beneath it is gone too.
                         undone.lost_known_entries = true;
                     }
@@ -894,7 +966,7 @@ impl CleanRoom {
             ..self.tree_walk()
         };
         let parts = walk.walk(&|rel, _, _, made: &mut Vec<PathBuf>| {
-            if snapshot.contains_key(&walk.key(rel)) {
+            if snapshot.contains(walk.key(rel)) {
                 return Ok(Walk::On);
             }
             made.push(rel.to_path_buf());

@@ -11,22 +11,6 @@ pub mod land;
 pub mod notes;
 pub mod pool;
 
-/// How much of the parsed objects (trees, commits) libgit2 keeps, all repositories together.
-/// Its default (256 MiB) lets every tree of a large repository stay in memory once a status
-/// or checkout has read it, in each repository handle that read it; agent-git reads most trees
-/// once per step, and looks up the few it reads again through memos of its own.
-const OBJECT_CACHE: usize = 1024 * 1024;
-
-/// Caps libgit2's object cache (`OBJECT_CACHE`) for the whole process. Call it before any
-/// repository is opened.
-pub fn limit_object_cache() {
-    let size = libc::ssize_t::try_from(OBJECT_CACHE).unwrap_or(libc::ssize_t::MAX);
-    // SAFETY: libgit2's options are process-wide; this runs before any other thread uses them.
-    // A failure leaves the default in place, which is only slower to give memory back.
-    unsafe {
-        let _ = git2::opts::set_cache_max_size(size);
-    }
-}
 mod restore;
 mod setup;
 mod tested;
