@@ -110,6 +110,12 @@ fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
     let tree = work_tree(&first.stderr());
     assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
     assert!(tree.exists(), "the tree stays for the next run");
+    let index = std::fs::read(repo.join(".git/worktrees/agent-git-pool-1/index")).unwrap();
+    assert_eq!(
+        &index[..8],
+        b"DIRC\0\0\0\x04",
+        "the work tree's index is in the compact format"
+    );
     assert!(
         !env.git(&tree, &["status", "--porcelain=v2", "--branch"])
             .contains("branch.head agent/one"),

@@ -132,7 +132,9 @@ fn patterns() -> &'static Patterns {
     PATTERNS.get_or_init(|| {
         let re = |p: &str| Regex::new(p).unwrap_or_else(|e| panic!("bad built-in regex {p}: {e}"));
         Patterns {
-            python: re(r#"File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?"#),
+            // The function as the next word (`<module>` too): a Unicode `\w` class here would
+            // take 0.8 MiB of memory.
+            python: re(r#"File "([^"]+)", line (\d+)(?:, in (\S+))?"#),
             pytest: re(r"^([^\s:]+\.py):(\d+):(?: in (\w+)|\s|$)"),
             rust_panic: re(r"panicked at (?:'.*', )?([^\s:']+\.rs):(\d+):\d+"),
             rust_at: re(r"^\s+at (\S+\.rs):(\d+)(?::\d+)?\s*$"),

@@ -135,6 +135,7 @@ fn fill(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupEr
     let mut opts = WorktreeAddOptions::new();
     opts.reference(Some(&reference));
     repo.worktree(&name_of(k), &path, Some(&opts))?;
+    super::compact_index(&mut Repository::open(&path)?.index()?)?;
     Ok(Repository::open(&path)?)
 }
 
@@ -154,6 +155,7 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
         index.read_tree(&held)?;
         index.write()?;
     }
+    super::compact_index(&mut index)?;
     // Found through the tree's own handle: libgit2 checks out only its own objects.
     let target = tree
         .find_branch(branch, BranchType::Local)?

@@ -184,6 +184,9 @@ pub(super) fn attach(
         return Err(e.into());
     }
     let wt_repo = Repository::open(&worktree_path)?;
+    super::compact_index(&mut wt_repo.index()?)?;
+    // A handle without the index it just wrote: a run needs it again only when it commits.
+    let wt_repo = Repository::open(&worktree_path)?;
     Ok(Workspace {
         repo: wt_repo,
         run_id: run_id.to_string(),
