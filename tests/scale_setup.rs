@@ -1,7 +1,8 @@
 //! Run set-up that costs little however large the repository: a run hands its work tree to the
 //! next one (which sees exactly its base, nothing an earlier run left), two runs at once never
 //! share one, gc empties the pool, and `--if-failing` on a passing repository answers without
-//! a branch or a work tree, from the record of passes when it can.
+//! a branch or a work tree, from the record of passes when it can; the clean room's whole
+//! checkout is done by a process of its own.
 
 use crate::common::*;
 use serde_json::{json, Value};
@@ -305,4 +306,49 @@ fn if_failing_on_a_failing_repository_tests_the_base_once() {
     };
     assert_eq!(runs(&[], "a"), 1);
     assert_eq!(runs(&["--if-failing"], "b"), 1, "the base is tested once");
+}
+
+#[test]
+fn the_clean_room_is_checked_out_by_a_process_of_its_own() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let tree = env
+        .git(&repo, &["rev-parse", "HEAD^{tree}"])
+        .trim()
+        .to_string();
+    let room = env.path().join("room");
+    let git = room.join("git");
+    let work = room.join("tree");
+    std::fs::create_dir_all(&work).unwrap();
+    env.git(&room, &["init", "-q", "--bare", "git"]);
+    let objects = repo.join(".git/objects");
+    std::fs::write(
+        git.join("objects/info/alternates"),
+        format!("{}\n", objects.display()),
+    )
+    .unwrap();
+    let (git_s, work_s) = (git.display().to_string(), work.display().to_string());
+
+    let done = env.agent(&room, &["check-out-room", &git_s, &work_s, &tree]);
+    assert_eq!(code(&done), 0, "{}", stderr(&done));
+    assert_eq!(
+        snapshot_dir(&work),
+        snapshot_dir(&repo)
+            .into_iter()
+            .filter(|(path, _)| !path.starts_with(".git"))
+            .collect(),
+        "every file of the tree, as committed"
+    );
+
+    let bad = env.agent(&room, &["check-out-room", &git_s, &work_s, "nonsense"]);
+    assert_eq!(code(&bad), 2);
+    assert!(
+        stderr(&bad).contains("not a tree id: nonsense"),
+        "{}",
+        stderr(&bad)
+    );
+    let missing = "0123456789012345678901234567890123456789";
+    let absent = env.agent(&room, &["check-out-room", &git_s, &work_s, missing]);
+    assert_eq!(code(&absent), 4, "{}", stderr(&absent));
+    assert!(stderr(&absent).contains(missing), "{}", stderr(&absent));
 }

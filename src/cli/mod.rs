@@ -75,6 +75,27 @@ pub enum Command {
     /// The sandbox helper that agent-git runs commands through.
     #[command(hide = true, name = "sandbox-exec")]
     SandboxExec(Box<sandbox_exec::SandboxExecArgs>),
+    /// Checks a whole tree out into a clean room, in a process of its own: agent-git runs it.
+    #[command(hide = true, name = crate::workspace::CHECK_OUT_ROOM)]
+    CheckOutRoom(CheckOutRoomArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckOutRoomArgs {
+    /// The clean room's git dir.
+    git: std::path::PathBuf,
+    /// Its tree, where the files go.
+    work: std::path::PathBuf,
+    /// The id of the tree to check out.
+    tree: String,
+}
+
+fn check_out_room(args: &CheckOutRoomArgs) -> Result<u8, CliError> {
+    let tree = git2::Oid::from_str(&args.tree)
+        .map_err(|e| CliError::Usage(format!("not a tree id: {}: {e}", args.tree)))?;
+    crate::workspace::check_out_room(&args.git, &args.work, tree)
+        .map_err(|e| CliError::Harness(e.to_string()))?;
+    Ok(0)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -152,5 +173,6 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Hook(args) => hook::run(args),
         Command::Eval(args) => eval::run(*args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
+        Command::CheckOutRoom(args) => check_out_room(&args),
     }
 }
