@@ -165,6 +165,28 @@ fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
     assert_eq!(env.git(&repo, &["rev-parse", "agent/two~2"]).trim(), base);
     assert_eq!(linked_trees(&env, &repo), vec![tree.display().to_string()]);
     assert_eq!(UserState::capture(&env, &repo), before);
+
+    // A file changed behind an index entry marked assume-unchanged, which status passes over.
+    env.git(
+        &tree,
+        &["update-index", "--assume-unchanged", "docs/notes.md"],
+    );
+    std::fs::write(tree.join("docs/notes.md"), "changed behind the index\n").unwrap();
+    let third = env.fix_scripted(
+        &repo,
+        "agent/three",
+        json!([
+            calls("Look.", vec![run("notes", "cat docs/notes.md")]),
+            end_turn("Nothing to do.")
+        ]),
+        &["--test-cmd", CHECK],
+    );
+    assert_eq!(work_tree(&third.stderr()), tree, "{}", third.stderr());
+    let (_, notes) = &third.results()["notes"];
+    assert!(
+        notes.contains("notes\n") && !notes.contains("behind"),
+        "the model saw a leftover behind the index: {notes}"
+    );
 }
 
 #[test]

@@ -55,6 +55,24 @@ pub(crate) fn compact_index(index: &mut git2::Index) -> Result<(), git2::Error> 
     Ok(())
 }
 
+/// Makes `index` name exactly `tree`, if something else moved it or marked entries whose
+/// files git's status would then not look at (assume-unchanged, skip-worktree); otherwise
+/// leaves it, stat data and all.
+pub(crate) fn index_of(index: &mut git2::Index, tree: &git2::Tree) -> Result<(), git2::Error> {
+    let hides = |e: &git2::IndexEntry| {
+        e.flags & git2::IndexEntryFlag::VALID.bits() != 0
+            || e.flags_extended & git2::IndexEntryExtendedFlag::SKIP_WORKTREE.bits() != 0
+    };
+    if index.write_tree()? != tree.id() || index.iter().any(|e| hides(&e)) {
+        // Cleared first: read_tree would keep the stat data and flags of entries whose blob
+        // matches, which whoever wrote the index chose.
+        index.clear()?;
+        index.read_tree(tree)?;
+        index.write()?;
+    }
+    Ok(())
+}
+
 /// Files larger than this are not committed unless configured otherwise.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 

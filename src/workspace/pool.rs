@@ -149,13 +149,12 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     }
     let tree = open_slot(repo, k)?;
     let held = tree.head()?.peel_to_tree()?;
-    let mut paths = remove_leftovers(&tree, &path)?;
+    // The status below finds what differs from the commit the tree holds only through an
+    // index that names it, unmarked.
     let mut index = tree.index()?;
-    if index.write_tree()? != held.id() {
-        index.read_tree(&held)?;
-        index.write()?;
-    }
+    super::index_of(&mut index, &held)?;
     super::compact_index(&mut index)?;
+    let mut paths = remove_leftovers(&tree, &path)?;
     // Found through the tree's own handle: libgit2 checks out only its own objects.
     let target = tree
         .find_branch(branch, BranchType::Local)?
@@ -199,6 +198,8 @@ fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
 /// checkout must then write again. Says which paths it found: every one that differed from
 /// the commit the tree holds, in the index or in the tree, is among them.
 fn remove_leftovers(tree: &Repository, root: &Path) -> Result<Vec<PathBuf>, SetupError> {
+    // First, so that the status looks into every tracked folder as into any other.
+    remove_nested_git(tree, root)?;
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .include_ignored(true)
@@ -216,7 +217,6 @@ fn remove_leftovers(tree: &Repository, root: &Path) -> Result<Vec<PathBuf>, Setu
         let path = root.join(rel.components().as_path());
         remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
     }
-    remove_nested_git(tree, root)?;
     Ok(listed)
 }
 

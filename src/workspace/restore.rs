@@ -260,19 +260,7 @@ impl Workspace {
         let mut index = self.repo.index()?;
         // As the file is now, whatever wrote it since.
         index.read(false)?;
-        // The index follows the branch; rebuild it only if something else moved it, or marked
-        // entries whose files git's status would then not look at.
-        let hides = |e: &git2::IndexEntry| {
-            e.flags & git2::IndexEntryFlag::VALID.bits() != 0
-                || e.flags_extended & git2::IndexEntryExtendedFlag::SKIP_WORKTREE.bits() != 0
-        };
-        if index.write_tree()? != head_tree.id() || index.iter().any(|e| hides(&e)) {
-            // Cleared first: read_tree would keep the stat data and flags of entries whose
-            // blob matches, which whoever wrote the index chose.
-            index.clear()?;
-            index.read_tree(head_tree)?;
-            index.write()?;
-        }
+        super::index_of(&mut index, head_tree)?;
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
