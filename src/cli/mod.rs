@@ -78,6 +78,29 @@ pub enum Command {
     /// Checks a whole tree out into a clean room, in a process of its own: agent-git runs it.
     #[command(hide = true, name = crate::workspace::CHECK_OUT_ROOM)]
     CheckOutRoom(CheckOutRoomArgs),
+    /// Adds a run's work tree, in a process of its own: agent-git runs it.
+    #[command(hide = true, name = crate::workspace::ADD_WORK_TREE)]
+    AddWorkTree(AddWorkTreeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AddWorkTreeArgs {
+    /// The repository's git dir.
+    git: std::path::PathBuf,
+    /// The work tree's name in git.
+    name: String,
+    /// Where it goes.
+    path: std::path::PathBuf,
+    /// The branch it holds.
+    branch: String,
+}
+
+fn add_work_tree(args: &AddWorkTreeArgs) -> Result<u8, CliError> {
+    let repo = git2::Repository::open(&args.git)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", args.git.display())))?;
+    crate::workspace::add_work_tree_here(&repo, &args.name, &args.path, &args.branch)
+        .map_err(|e| CliError::Harness(e.to_string()))?;
+    Ok(0)
 }
 
 #[derive(Debug, clap::Args)]
@@ -160,6 +183,9 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         crate::secrets::take_from_environment();
     }
     crate::memory::tune();
+    if let Ok(agent_git) = std::env::current_exe() {
+        crate::workspace::check_out_apart(agent_git);
+    }
     match cli.command {
         Command::Fix(args) => fix::run(*args),
         Command::Demo(args) => demo::run(args),
@@ -174,5 +200,6 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Eval(args) => eval::run(*args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
         Command::CheckOutRoom(args) => check_out_room(&args),
+        Command::AddWorkTree(args) => add_work_tree(&args),
     }
 }

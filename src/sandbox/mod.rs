@@ -521,11 +521,6 @@ fn absolute_path_entries(path: &str) -> String {
 }
 
 impl Sandbox {
-    /// The agent-git binary that runs as the helper.
-    pub fn helper(&self) -> &Path {
-        &self.helper
-    }
-
     /// Makes the private HOME and TMPDIR of the model's commands and, when on, probes which
     /// layers hold here. `helper` is the agent-git binary (`std::env::current_exe()` when this
     /// process is agent-git itself).

@@ -199,8 +199,7 @@ impl<'a> TreeTester<'a> {
             user_workdir,
             private_files,
         } = unreadable;
-        let mut room = CleanRoom::create(objects, user_workdir)?;
-        room.check_out_apart(setup.sandbox.helper().to_path_buf());
+        let room = CleanRoom::create(objects, user_workdir)?;
         let runner_script = room.root().join("agent_git_runner.py");
         std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
             .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;

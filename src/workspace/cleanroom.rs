@@ -184,9 +184,6 @@ pub struct CleanRoom {
     keys: std::collections::hash_map::RandomState,
     /// Whether the setup command ran (or what it made was removed) since the last reset.
     setup_since_reset: bool,
-    /// The agent-git binary that checks a whole tree out in a process of its own (see
-    /// `check_out_apart`); without one, this process does.
-    apart: Option<PathBuf>,
 }
 
 /// Walks the clean room's tree: what undoing a test run and taking a snapshot share, and all a
@@ -603,16 +600,7 @@ impl CleanRoom {
             undone: None,
             keys: std::collections::hash_map::RandomState::new(),
             setup_since_reset: false,
-            apart: None,
         })
-    }
-
-    /// Checks whole trees out in a process of its own, `agent_git` (the agent-git binary)
-    /// running `check-out-room`, as `git worktree add` runs its checkout: libgit2 lists every
-    /// file of the tree in memory and reads every object of it, which on a large repository
-    /// a run would otherwise carry, mapped and fragmented, to its end.
-    pub fn check_out_apart(&mut self, agent_git: PathBuf) {
-        self.apart = Some(agent_git);
     }
 
     /// The tree the clean room holds now.
@@ -762,36 +750,23 @@ impl CleanRoom {
 
     /// Writes every file of `tree` that differs from what the room holds, and notes it all.
     fn check_out_whole(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
-        match &self.apart {
-            Some(agent_git) => self.check_out_in_child(agent_git, tree)?,
+        // In a process of its own where one can be (`super::check_out_apart`).
+        let id = tree.to_string();
+        let args = [
+            CHECK_OUT_ROOM.as_ref(),
+            self.repo.path().as_os_str(),
+            self.tree.as_os_str(),
+            id.as_ref(),
+        ];
+        match super::run_apart(&args) {
+            Some(apart) => apart.map_err(|e| {
+                WorkspaceError::Unsafe(format!("the checkout of the clean room failed: {e}"))
+            })?,
             None => check_out(&self.repo, tree)?,
         }
         self.record_checkout(tree)?;
         self.snapshot = Some(self.tree_walk().take_snapshot()?);
         Ok(())
-    }
-
-    /// `check_out` of `tree` by `agent_git check-out-room`, waited for.
-    fn check_out_in_child(&self, agent_git: &Path, tree: Oid) -> Result<(), WorkspaceError> {
-        let output = std::process::Command::new(agent_git)
-            .arg(CHECK_OUT_ROOM)
-            .arg(self.repo.path())
-            .arg(&self.tree)
-            .arg(tree.to_string())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .map_err(|e| WorkspaceError::io("run", agent_git, e))?;
-        if output.status.success() {
-            return Ok(());
-        }
-        let said = String::from_utf8_lossy(&output.stderr);
-        Err(WorkspaceError::Unsafe(format!(
-            "the checkout of the clean room failed ({}): {}",
-            output.status,
-            said.trim()
-        )))
     }
 
     /// The paths whose entries differ between two trees (files, links; not folders).

@@ -19,8 +19,8 @@ pub use cleanroom::{check_out_room, CleanRoom, ProtectedMemo, RunDirs, CHECK_OUT
 pub use dirty::{snapshot_working_tree, uncommitted};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{
-    base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
-    sweep_abandoned_worktrees, tree_files, BaseInfo, SetupError,
+    add_work_tree_here, base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
+    sweep_abandoned_worktrees, tree_files, BaseInfo, SetupError, ADD_WORK_TREE,
 };
 pub use tested::{record_tested, tested, Tested, TESTED_DIR};
 
@@ -71,6 +71,43 @@ pub(crate) fn index_of(index: &mut git2::Index, tree: &git2::Tree) -> Result<(),
         index.write()?;
     }
     Ok(())
+}
+
+/// The agent-git binary that checks whole trees out in processes of its own, once set.
+static APART: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Has every checkout of a whole tree (a new work tree, a clean room's first or after a test
+/// run removed what it cannot name) done by `agent_git`, this binary, in a process of its own,
+/// as `git worktree add` runs its checkout: libgit2 lists every file of the tree in memory and
+/// reads every object of it, which a run would otherwise carry, mapped and fragmented, to its
+/// end. Without it (as in unit tests), this process checks out itself.
+pub fn check_out_apart(agent_git: PathBuf) {
+    let _ = APART.set(agent_git);
+}
+
+/// Runs `agent-git ARGS` (a hidden command) apart and waits for it: what it said when it
+/// failed.
+fn run_apart(args: &[&std::ffi::OsStr]) -> Option<Result<(), String>> {
+    use std::os::unix::process::CommandExt;
+    let agent_git = APART.get()?;
+    let output = std::process::Command::new(agent_git)
+        // Out of the terminal's process group: a Ctrl-C is the run's to handle, as it was
+        // when the run checked out itself, and leaves nothing half-written.
+        .process_group(0)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output();
+    Some(match output {
+        Err(e) => Err(format!("cannot run {}: {e}", agent_git.display())),
+        Ok(done) if done.status.success() => Ok(()),
+        Ok(done) => Err(format!(
+            "{} ({})",
+            String::from_utf8_lossy(&done.stderr).trim(),
+            done.status
+        )),
+    })
 }
 
 /// Files larger than this are not committed unless configured otherwise.

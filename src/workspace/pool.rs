@@ -9,7 +9,7 @@ use super::setup::{check_branch_free, SetupError};
 use super::Workspace;
 use crate::leftovers::{remove_forcibly, Lease};
 use git2::build::CheckoutBuilder;
-use git2::{BranchType, Oid, Repository, Status, StatusOptions, WorktreeAddOptions};
+use git2::{BranchType, Oid, Repository, Status, StatusOptions};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -129,13 +129,7 @@ fn fill(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupEr
     }
     clear(repo, k);
     let path = path_of(repo, k);
-    let reference = repo
-        .find_branch(branch, BranchType::Local)?
-        .into_reference();
-    let mut opts = WorktreeAddOptions::new();
-    opts.reference(Some(&reference));
-    repo.worktree(&name_of(k), &path, Some(&opts))?;
-    super::compact_index(&mut Repository::open(&path)?.index()?)?;
+    super::setup::add_work_tree(repo, &name_of(k), &path, branch)?;
     Ok(Repository::open(&path)?)
 }
 

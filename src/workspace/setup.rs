@@ -167,12 +167,7 @@ pub(super) fn attach(
     let lease_path = parent.join(format!("{run_id}.lease"));
     let lease = crate::leftovers::Lease::take(&lease_path)
         .map_err(|e| SetupError::Io(lease_path.clone(), e))?;
-    let reference = repo
-        .find_branch(branch, BranchType::Local)?
-        .into_reference();
-    let mut opts = WorktreeAddOptions::new();
-    opts.reference(Some(&reference));
-    let added = repo.worktree(&worktree_name, &worktree_path, Some(&opts));
+    let added = add_work_tree(repo, &worktree_name, &worktree_path, branch);
     if let Err(e) = added {
         // Leave nothing behind: a branch made for this run holds nothing yet.
         if fresh {
@@ -181,11 +176,8 @@ pub(super) fn attach(
                 .and_then(|mut b| b.delete());
         }
         let _ = std::fs::remove_file(&lease_path);
-        return Err(e.into());
+        return Err(e);
     }
-    let wt_repo = Repository::open(&worktree_path)?;
-    super::compact_index(&mut wt_repo.index()?)?;
-    // A handle without the index it just wrote: a run needs it again only when it commits.
     let wt_repo = Repository::open(&worktree_path)?;
     Ok(Workspace {
         repo: wt_repo,
@@ -198,6 +190,50 @@ pub(super) fn attach(
         max_file_size: super::DEFAULT_MAX_FILE_SIZE,
         lease: Some((lease, lease_path)),
     })
+}
+
+/// The hidden command that adds a run's work tree: `agent-git add-work-tree GIT_DIR NAME
+/// PATH BRANCH`.
+pub const ADD_WORK_TREE: &str = "add-work-tree";
+
+/// Adds the linked work tree `name` at `path`, on `branch`, its index in the compact format:
+/// in a process of its own where one can be (`super::check_out_apart`).
+pub(super) fn add_work_tree(
+    repo: &Repository,
+    name: &str,
+    path: &Path,
+    branch: &str,
+) -> Result<(), SetupError> {
+    let args = [
+        ADD_WORK_TREE.as_ref(),
+        repo.commondir().as_os_str(),
+        name.as_ref(),
+        path.as_os_str(),
+        branch.as_ref(),
+    ];
+    match super::run_apart(&args) {
+        Some(added) => {
+            added.map_err(|e| SetupError::Io(path.to_path_buf(), std::io::Error::other(e)))
+        }
+        None => add_work_tree_here(repo, name, path, branch),
+    }
+}
+
+/// `add-work-tree` in the process that runs it.
+pub fn add_work_tree_here(
+    repo: &Repository,
+    name: &str,
+    path: &Path,
+    branch: &str,
+) -> Result<(), SetupError> {
+    let reference = repo
+        .find_branch(branch, BranchType::Local)?
+        .into_reference();
+    let mut opts = WorktreeAddOptions::new();
+    opts.reference(Some(&reference));
+    repo.worktree(name, path, Some(&opts))?;
+    super::compact_index(&mut Repository::open(path)?.index()?)?;
+    Ok(())
 }
 
 /// Removes the work trees that runs now gone left in `repo` (killed, or the machine went
