@@ -374,3 +374,72 @@ fn the_clean_room_is_checked_out_by_a_process_of_its_own() {
     assert_eq!(code(&absent), 4, "{}", stderr(&absent));
     assert!(stderr(&absent).contains(missing), "{}", stderr(&absent));
 }
+
+/// The processes whose parent is `parent` and whose arguments include `arg`.
+fn children_running(parent: u32, arg: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let after = stat.rfind(')').map_or("", |at| &stat[at + 2..]);
+        let ppid: u32 = after
+            .split(' ')
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if ppid == parent && cmdline.split(|b| *b == 0).any(|a| a == arg.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+#[test]
+fn a_run_ended_by_a_second_ctrl_c_takes_its_checkout_with_it() {
+    let env = TestEnv::new();
+    let mut owned: Vec<(String, String)> = (0..5_000)
+        .map(|i| (format!("d{}/f{i}.txt", i / 100), format!("{i}\n")))
+        .collect();
+    owned.push(("calc.py".into(), CALC.into()));
+    owned.push(("test_calc.py".into(), TEST_CALC.into()));
+    let files: Vec<(&str, &str)> = owned
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let repo = env.repo("big", &files);
+    let script = env.script("a.json", json!([end_turn("Done.")]));
+    let mut run = env
+        .fix_cmd(&repo, &script, "agent/a", &["--test-cmd", CHECK])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let checkout = loop {
+        if let Some(pid) = children_running(run.id(), "add-work-tree").first() {
+            break *pid;
+        }
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "no add-work-tree process seen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    interrupt(&run);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    interrupt(&run);
+    assert_eq!(run.wait().unwrap().code(), Some(130));
+    // The kernel kills it as its parent ends; a moment for that to be seen.
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        !alive(checkout)
+    });
+    assert!(gone, "the checkout outlived the run that started it");
+}

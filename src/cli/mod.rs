@@ -183,7 +183,13 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         crate::secrets::take_from_environment();
     }
     crate::memory::tune();
-    if let Ok(agent_git) = std::env::current_exe() {
+    // This very binary, even if a newer one has replaced its file since it started.
+    let own = std::path::PathBuf::from("/proc/self/exe");
+    if let Some(agent_git) = own
+        .exists()
+        .then_some(own)
+        .or_else(|| std::env::current_exe().ok())
+    {
         crate::workspace::check_out_apart(agent_git);
     }
     match cli.command {

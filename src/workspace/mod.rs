@@ -90,9 +90,24 @@ pub fn check_out_apart(agent_git: PathBuf) {
 fn run_apart(args: &[&std::ffi::OsStr]) -> Option<Result<(), String>> {
     use std::os::unix::process::CommandExt;
     let agent_git = APART.get()?;
-    let output = std::process::Command::new(agent_git)
-        // Out of the terminal's process group: a Ctrl-C is the run's to handle, as it was
-        // when the run checked out itself, and leaves nothing half-written.
+    let mut command = std::process::Command::new(agent_git);
+    let parent = rustix::process::getpid();
+    // SAFETY: prctl(2) and getppid(2) are async-signal-safe and touch no memory of the parent.
+    unsafe {
+        command.pre_exec(move || {
+            // Killed if the run dies, however it dies (a second Ctrl-C, a kill of its process
+            // group): it must not go on writing a tree the next run takes. The thread that
+            // spawns it waits for it, so it is not the thread's end that kills it.
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::other("agent-git is gone"));
+            }
+            Ok(())
+        });
+    }
+    let output = command
+        // Out of the terminal's process group: a first Ctrl-C is the run's to handle, as it
+        // was when the run checked out itself, and leaves nothing half-written.
         .process_group(0)
         .args(args)
         .stdin(std::process::Stdio::null())
