@@ -443,3 +443,117 @@ fn a_run_ended_by_a_second_ctrl_c_takes_its_checkout_with_it() {
     });
     assert!(gone, "the checkout outlived the run that started it");
 }
+
+/// Run one leaves `planting` behind (its own shell command, in the default sandbox); run two,
+/// on the same base, takes the pooled tree and runs `look`: what it printed.
+fn leave_then_look(
+    env: &TestEnv,
+    repo: &Path,
+    planting: &str,
+    look: &str,
+    extra: &[&str],
+) -> String {
+    let mut args = vec!["--test-cmd", CHECK];
+    args.extend_from_slice(extra);
+    let first = env.fix_scripted(
+        repo,
+        "agent/one",
+        json!([
+            calls("Plant.", vec![run("plant", planting)]),
+            end_turn("Done.")
+        ]),
+        &args,
+    );
+    let (failed, said) = &first.results()["plant"];
+    assert!(!failed, "{said}\n{}", first.stderr());
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    let second = env.fix_scripted(
+        repo,
+        "agent/two",
+        json!([calls("Look.", vec![run("look", look)]), end_turn("Done.")]),
+        &args,
+    );
+    assert_eq!(work_tree(&second.stderr()), tree, "{}", second.stderr());
+    second.results()["look"].1.clone()
+}
+
+const FRESH_TREE: &str = ".\n./.gitignore\n./calc.py\n./docs\n./docs/notes.md\n./src\n./src/pkg\n\
+                     ./src/pkg/mod.py\n./test_calc.py\n";
+
+/// libgit2's status skips any entry named `.git` in any case (`.GIT`, `.Git`: iterator.c
+/// `filesystem_iterator_is_dot_git`), FIFOs, sockets and device nodes ("wacky things"), and
+/// never looks at a folder's own mode. None of it may stay, nor a folder left read-only
+/// (the next run could not make files in it), nor an empty folder.
+#[test]
+fn what_git_status_passes_over_is_not_left_for_the_next_run() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let planting =
+        "mkdir -p src/pkg/.GIT empty/deeper && echo from-run-one > src/pkg/.GIT/evil.py \
+         && echo from-run-one > docs/.Git && mkfifo src/pkg/pipe \
+         && python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"docs/sock\")' \
+         && chmod 555 src/pkg";
+    let look = "find . -path ./.git -prune -o -print | LC_ALL=C sort; stat -c '%a' src/pkg; \
+                touch src/pkg/new.py 2>&1 || true";
+    let seen = leave_then_look(&env, &repo, planting, look, &[]);
+    assert!(
+        seen.contains(&format!("{FRESH_TREE}755\n")),
+        "the next run saw what run one left: {seen}"
+    );
+}
+
+/// With `core.trustctime=false` (a documented git setting), a tracked file rewritten with the
+/// same size and its modification time put back looks unchanged to a status.
+#[test]
+fn a_same_size_rewrite_is_not_left_where_change_times_are_not_trusted() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    env.git(&repo, &["config", "core.trustctime", "false"]);
+    let planting = "t=$(stat -c %y src/pkg/mod.py); printf 'VALUE = 2\\n' > src/pkg/mod.py; \
+                    touch -d \"$t\" src/pkg/mod.py";
+    let look = "cat src/pkg/mod.py; echo 'OTHER = 3' >> src/pkg/mod.py";
+    let seen = leave_then_look(&env, &repo, planting, look, &[]);
+    let committed = env.git(
+        &repo,
+        &["diff", "main", "agent/two", "--", "src/pkg/mod.py"],
+    );
+    assert!(
+        seen.contains("VALUE = 1") && !committed.contains("+VALUE = 2"),
+        "the next run saw run one's file, and committed it: {seen}\n{committed}"
+    );
+}
+
+/// The files a run writes in a submodule's folder (empty in a fresh checkout), which a status
+/// passes over.
+#[test]
+fn files_in_a_submodule_folder_are_not_left_for_the_next_run() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let head = env.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let cacheinfo = format!("160000,{head},vendor/lib");
+    env.git(&repo, &["update-index", "--add", "--cacheinfo", &cacheinfo]);
+    env.git(&repo, &["commit", "-q", "-m", "a submodule"]);
+    let planting = "mkdir -p vendor/lib && echo from-run-one > vendor/lib/evil.py";
+    let seen = leave_then_look(&env, &repo, planting, "ls -A vendor/lib; echo end", &[]);
+    assert!(
+        !seen.contains("evil.py"),
+        "the next run saw run one's file: {seen}"
+    );
+}
+
+/// With `core.ignorecase=true` (a repository made on macOS or Windows, copied here), the
+/// status takes `Calc.py` for `calc.py`.
+#[test]
+fn case_variants_are_not_left_where_git_ignores_case() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    env.git(&repo, &["config", "core.ignorecase", "true"]);
+    let planting = "echo evil > Calc.py && mkdir -p SRC/pkg && echo evil > SRC/pkg/mod.py";
+    let look = "find . -path ./.git -prune -o -print | LC_ALL=C sort";
+    let seen = leave_then_look(&env, &repo, planting, look, &[]);
+    assert!(
+        seen.contains(FRESH_TREE),
+        "the next run saw what run one left: {seen}"
+    );
+}

@@ -55,15 +55,19 @@ pub(crate) fn compact_index(index: &mut git2::Index) -> Result<(), git2::Error> 
     Ok(())
 }
 
-/// Makes `index` name exactly `tree`, if something else moved it or marked entries whose
-/// files git's status would then not look at (assume-unchanged, skip-worktree); otherwise
-/// leaves it, stat data and all.
-pub(crate) fn index_of(index: &mut git2::Index, tree: &git2::Tree) -> Result<(), git2::Error> {
+/// Makes `index` name exactly `tree`, without stat data, if something else moved it or marked
+/// entries whose files git's status would then not look at (assume-unchanged, skip-worktree),
+/// or if `anew`; otherwise leaves it, stat data and all.
+pub(crate) fn index_of(
+    index: &mut git2::Index,
+    tree: &git2::Tree,
+    anew: bool,
+) -> Result<(), git2::Error> {
     let hides = |e: &git2::IndexEntry| {
         e.flags & git2::IndexEntryFlag::VALID.bits() != 0
             || e.flags_extended & git2::IndexEntryExtendedFlag::SKIP_WORKTREE.bits() != 0
     };
-    if index.write_tree()? != tree.id() || index.iter().any(|e| hides(&e)) {
+    if anew || index.write_tree()? != tree.id() || index.iter().any(|e| hides(&e)) {
         // Cleared first: read_tree would keep the stat data and flags of entries whose blob
         // matches, which whoever wrote the index chose.
         index.clear()?;

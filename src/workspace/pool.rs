@@ -11,6 +11,7 @@ use crate::leftovers::{remove_forcibly, Lease};
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Oid, Repository, Status, StatusOptions};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// How many work trees a repository keeps: one per run going on at the same time.
@@ -146,7 +147,14 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     // The status below finds what differs from the commit the tree holds only through an
     // index that names it, unmarked.
     let mut index = tree.index()?;
-    super::index_of(&mut index, &held)?;
+    // Where the repository says not to trust a file's change time, a file rewritten at its
+    // old size and modification time looks unchanged: then no stat data is kept, and every
+    // file is read.
+    let distrust = tree
+        .config()?
+        .get_bool("core.trustctime")
+        .is_ok_and(|trust| !trust);
+    super::index_of(&mut index, &held, distrust)?;
     super::compact_index(&mut index)?;
     let mut paths = remove_leftovers(&tree, &path)?;
     // Found through the tree's own handle: libgit2 checks out only its own objects.
@@ -192,8 +200,10 @@ fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
 /// checkout must then write again. Says which paths it found: every one that differed from
 /// the commit the tree holds, in the index or in the tree, is among them.
 fn remove_leftovers(tree: &Repository, root: &Path) -> Result<Vec<PathBuf>, SetupError> {
-    // First, so that the status looks into every tracked folder as into any other.
-    remove_nested_git(tree, root)?;
+    // First, so that the status looks into every tracked folder as into any other, and none
+    // of what it passes over stays.
+    let held = tree.head()?.peel_to_tree()?;
+    let mut listed = remove_unlisted(tree, &held, root)?;
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .include_ignored(true)
@@ -201,7 +211,7 @@ fn remove_leftovers(tree: &Repository, root: &Path) -> Result<Vec<PathBuf>, Setu
         .recurse_ignored_dirs(false)
         .exclude_submodules(true);
     let statuses = tree.statuses(Some(&mut opts))?;
-    let mut listed = Vec::with_capacity(statuses.len());
+    listed.reserve(statuses.len());
     for entry in statuses.iter() {
         let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
         listed.push(rel.to_path_buf());
@@ -214,27 +224,79 @@ fn remove_leftovers(tree: &Repository, root: &Path) -> Result<Vec<PathBuf>, Setu
     Ok(listed)
 }
 
-/// Removes a `.git` planted in a tracked folder, which git's status never reports (it takes
-/// the folder for another repository's): each folder the index holds files in is looked at.
-fn remove_nested_git(tree: &Repository, root: &Path) -> Result<(), SetupError> {
-    let index = tree.index()?;
-    let mut folders: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
-    for entry in index.iter() {
-        let mut path = entry.path.as_slice();
-        while let Some(cut) = path.iter().rposition(|b| *b == b'/') {
-            path = &path[..cut];
-            if !folders.insert(path.to_vec()) {
-                break; // its parents are in already
+/// Makes every folder the commit `tree` holds hold nothing but the names the commit gives it,
+/// exactly (a `.git` planted there, `.GIT`, a pipe, a socket, a name git's status takes for
+/// another's or passes over), with the mode a fresh checkout gives a folder; and empties the
+/// folders of submodules. Says which of the commit's paths it removed (for the checkout to
+/// write again). One read of each folder, links never followed.
+fn remove_unlisted(
+    repo: &Repository,
+    tree: &git2::Tree,
+    root: &Path,
+) -> Result<Vec<PathBuf>, SetupError> {
+    let mode = folder_mode();
+    let mut removed = Vec::new();
+    let mut folders = vec![(PathBuf::new(), tree.id())];
+    while let Some((rel, id)) = folders.pop() {
+        let listed = repo.find_tree(id)?;
+        // The top by its own name: `join("")`'s trailing slash would follow a link there.
+        let dir = if rel.as_os_str().is_empty() {
+            root.to_path_buf()
+        } else {
+            root.join(&rel)
+        };
+        let io = |e: std::io::Error| SetupError::Io(dir.clone(), e);
+        let meta = std::fs::symlink_metadata(&dir).map_err(io)?;
+        if meta.permissions().mode() & 0o7777 != mode {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).map_err(io)?;
+        }
+        let names: std::collections::HashSet<Vec<u8>> =
+            listed.iter().map(|e| e.name_bytes().to_vec()).collect();
+        for entry in std::fs::read_dir(&dir).map_err(io)? {
+            let name = entry.map_err(io)?.file_name();
+            let keep = names.contains(name.as_bytes())
+                // The work tree's own link to its git dir.
+                || (rel.as_os_str().is_empty() && name == ".git");
+            if !keep {
+                let path = dir.join(&name);
+                remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
+            }
+        }
+        for entry in listed.iter() {
+            let name = std::ffi::OsStr::from_bytes(entry.name_bytes());
+            let (sub, path) = (rel.join(name), dir.join(name));
+            let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+            match entry.kind() {
+                Some(git2::ObjectType::Tree) if is_dir => folders.push((sub, entry.id())),
+                // A submodule's folder is empty in a fresh checkout.
+                Some(git2::ObjectType::Commit) if is_dir => {
+                    for inside in
+                        std::fs::read_dir(&path).map_err(|e| SetupError::Io(path.clone(), e))?
+                    {
+                        let inside = inside.map_err(|e| SetupError::Io(path.clone(), e))?.path();
+                        remove_forcibly(&inside).map_err(|e| SetupError::Io(inside.clone(), e))?;
+                    }
+                }
+                Some(git2::ObjectType::Commit) => {
+                    remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
+                    removed.push(sub);
+                }
+                _ => {}
             }
         }
     }
-    for folder in folders {
-        let planted = root.join(std::ffi::OsStr::from_bytes(&folder)).join(".git");
-        if std::fs::symlink_metadata(&planted).is_ok() {
-            remove_forcibly(&planted).map_err(|e| SetupError::Io(planted.clone(), e))?;
-        }
-    }
-    Ok(())
+    Ok(removed)
+}
+
+/// The mode a checkout gives the folders it makes: 0755 less the process's umask.
+fn folder_mode() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let umask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|m| u32::from_str_radix(m.trim(), 8).ok())
+        .unwrap_or(0o022);
+    0o755 & !umask
 }
 
 /// Slot `k` without a tree: its work tree unregistered and its folder gone.

@@ -260,7 +260,7 @@ impl Workspace {
         let mut index = self.repo.index()?;
         // As the file is now, whatever wrote it since.
         index.read(false)?;
-        super::index_of(&mut index, head_tree)?;
+        super::index_of(&mut index, head_tree, false)?;
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
