@@ -247,6 +247,10 @@ fn remove_unlisted(
         };
         let io = |e: std::io::Error| SetupError::Io(dir.clone(), e);
         let meta = std::fs::symlink_metadata(&dir).map_err(io)?;
+        if !meta.is_dir() {
+            // Only the top can be anything else here: a link where the tree was.
+            return Err(io(std::io::Error::other("not a folder")));
+        }
         if meta.permissions().mode() & 0o7777 != mode {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).map_err(io)?;
         }
