@@ -6,6 +6,8 @@
 
 use crate::common::*;
 use serde_json::{json, Value};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 const CHECK: &str = "python3 -c 'import calc; assert calc.add(2, 3) == 5'";
@@ -555,5 +557,270 @@ fn case_variants_are_not_left_where_git_ignores_case() {
     assert!(
         seen.contains(FRESH_TREE),
         "the next run saw what run one left: {seen}"
+    );
+}
+
+// What a run can leave in place of what the commit tracks.
+
+/// libgit2's status sees only a file's owner-x bit: a tracked file made read-only, private or
+/// setuid stays so for the next run, where a fresh checkout writes 644.
+#[test]
+fn tracked_file_modes_are_not_left_for_the_next_run() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let planting = "chmod 444 calc.py && chmod 600 docs/notes.md && chmod 4644 src/pkg/mod.py";
+    let look = "stat -c '%a %n' calc.py docs/notes.md src/pkg/mod.py";
+    let seen = leave_then_look(&env, &repo, planting, look, &[]);
+    assert!(
+        seen.contains("644 calc.py\n644 docs/notes.md\n644 src/pkg/mod.py"),
+        "the next run saw run one's modes: {seen}"
+    );
+}
+
+/// Two tracked files with the same content (empty `__init__.py`s) hard-linked by run one look
+/// unchanged to a status; the next run's checkout writes a path whose base moved in place
+/// (O_TRUNC), so the other path changes too, and the next run commits that.
+#[test]
+fn hard_links_between_tracked_files_are_not_left_for_the_next_run() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            ("src/__init__.py", ""),
+            ("src/pkg/__init__.py", ""),
+        ],
+    );
+    let args = ["--test-cmd", CHECK];
+    let first = env.fix_scripted(
+        &repo,
+        "agent/one",
+        json!([
+            calls(
+                "Plant.",
+                vec![run("plant", "ln -f src/__init__.py src/pkg/__init__.py")]
+            ),
+            end_turn("Done.")
+        ]),
+        &args,
+    );
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    // The user moves on: the next run's base changes one of the two.
+    std::fs::write(repo.join("src/__init__.py"), "X = 1\n").unwrap();
+    env.git(&repo, &["commit", "-qam", "src: X"]);
+    let look = "stat -c '%h %n' src/pkg/__init__.py; cat src/pkg/__init__.py; echo end";
+    let second = env.fix_scripted(
+        &repo,
+        "agent/two",
+        json!([calls("Look.", vec![run("look", look)]), end_turn("Done.")]),
+        &args,
+    );
+    assert_eq!(work_tree(&second.stderr()), tree, "{}", second.stderr());
+    let seen = &second.results()["look"].1;
+    let committed = env.git(&repo, &["diff", "--stat", "main", "agent/two"]);
+    assert!(
+        seen.contains("1 src/pkg/__init__.py\nend") && !committed.contains("src/pkg"),
+        "the next run saw a linked file, and committed it: {seen}\n{committed}"
+    );
+}
+
+/// A submodule's folder keeps the mode a run gave it (only its entries go).
+#[test]
+fn a_submodule_folder_mode_is_not_left_for_the_next_run() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let head = env.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let cacheinfo = format!("160000,{head},vendor/lib");
+    env.git(&repo, &["update-index", "--add", "--cacheinfo", &cacheinfo]);
+    env.git(&repo, &["commit", "-q", "-m", "a submodule"]);
+    let planting = "mkdir -p vendor/lib && chmod 500 vendor/lib";
+    let seen = leave_then_look(&env, &repo, planting, "stat -c '%a' vendor/lib", &[]);
+    assert!(
+        seen.contains("755"),
+        "the next run saw run one's mode: {seen}"
+    );
+}
+
+/// The sweep joins the held commit's entry names to the tree's path as they are: a name that
+/// is absolute (or `..`) takes it out of the tree. With `--sandbox off`, a command of run one
+/// left running (`setsid`) can write a tree object with such a name and point the pooled
+/// tree's HEAD at a branch holding it, after run one handed the tree back; here the test does
+/// that in its place. The next run's start releases the "abandoned" slot, sweeping that tree
+/// (no index is read from it first, so no path is checked).
+#[test]
+fn the_sweep_never_leaves_the_pooled_tree_whatever_the_held_tree_names() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let outside = env.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("keep.txt"), "the user's").unwrap();
+    let args = ["--test-cmd", CHECK];
+    let first = env.fix_scripted(
+        &repo,
+        "agent/one",
+        json!([calls("Look.", vec![run("look", "true")]), end_turn("Done.")]),
+        &args,
+    );
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+
+    let git_in = |dir: &Path, args: &[&str], input: &[u8]| {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let empty = git_in(&repo, &["hash-object", "-t", "tree", "-w", "--stdin"], b"");
+    let mut raw = b"40000 ".to_vec();
+    raw.extend_from_slice(outside.to_str().unwrap().as_bytes());
+    raw.push(0);
+    raw.extend((0..20).map(|i| u8::from_str_radix(&empty[2 * i..2 * i + 2], 16).unwrap()));
+    let args_literally = ["hash-object", "-t", "tree", "-w", "--literally", "--stdin"];
+    let evil = git_in(&repo, &args_literally, &raw);
+    let commit = env.git(&repo, &["commit-tree", &evil, "-m", "evil"]);
+    env.git(&repo, &["update-ref", "refs/heads/evil", commit.trim()]);
+    env.git(&tree, &["symbolic-ref", "HEAD", "refs/heads/evil"]);
+
+    let second = env.fix_scripted(
+        &repo,
+        "agent/two",
+        json!([calls("Look.", vec![run("look", "true")]), end_turn("Done.")]),
+        &args,
+    );
+    assert!(
+        outside.join("keep.txt").exists(),
+        "the sweep removed a file outside the pooled tree: {}",
+        second.stderr()
+    );
+}
+
+/// An ignored folder nested deeper than the process may hold descriptors open (1024 on most
+/// desktops): `remove_dir_all` holds one per level and fails, every time, so the tree cannot
+/// be handed back nor cleared, and the slot's folder stays in the way of a fresh work tree.
+#[test]
+fn links_files_and_modes_in_place_of_tracked_folders_are_swept_in_the_tree_only() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let head = env.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let cacheinfo = format!("160000,{head},vendor/lib");
+    env.git(&repo, &["update-index", "--add", "--cacheinfo", &cacheinfo]);
+    env.git(&repo, &["commit", "-q", "-m", "a submodule"]);
+    // A tracked name that is not UTF-8.
+    let odd = std::ffi::OsStr::from_bytes(b"b\xffd");
+    std::fs::write(repo.join(odd), "odd\n").unwrap();
+    env.git(&repo, &["add", "--", "b?d"]);
+    env.git(&repo, &["commit", "-q", "-m", "an odd name"]);
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::fs::write(outside.join("keep.txt"), "the user's").unwrap();
+    std::fs::write(outside.join("sub/keep.txt"), "the user's").unwrap();
+    let o = outside.display();
+    let planting = format!(
+        "rm -rf docs && ln -s {o} docs && rm -rf src/pkg && ln -s {o}/sub src/pkg \
+         && mkdir -p vendor && rmdir vendor/lib 2>/dev/null; ln -s {o} vendor/lib \
+         && touch \"$(printf 'odd\\377\\nname')\" \
+         && mkdir -p deep/a/b && ln -s {o} deep/a/b/out && chmod 000 deep/a && chmod 600 src \
+         && chmod 700 ."
+    );
+    let look = "find . -path ./.git -prune -o -print | LC_ALL=C sort; stat -c '%a' . src";
+    // Planted after run one handed the tree back (as a command left running with
+    // `--sandbox off` could): run one's own commits would undo most of it.
+    let args = ["--test-cmd", CHECK];
+    let first = env.fix_scripted(
+        &repo,
+        "agent/one",
+        json!([calls("Look.", vec![run("look", "true")]), end_turn("Done.")]),
+        &args,
+    );
+    let tree = work_tree(&first.stderr());
+    let out = std::process::Command::new("sh")
+        .args(["-c", &planting])
+        .current_dir(&tree)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let second = env.fix_scripted(
+        &repo,
+        "agent/two",
+        json!([calls("Look.", vec![run("look", look)]), end_turn("Done.")]),
+        &args,
+    );
+    assert_eq!(work_tree(&second.stderr()), tree, "{}", second.stderr());
+    let seen = second.results()["look"].1.clone();
+    assert_eq!(std::fs::read(tree.join(odd)).unwrap(), b"odd\n");
+    let fresh =
+        ".\n./.gitignore\n./b\u{fffd}d\n./calc.py\n./docs\n./docs/notes.md\n./src\n./src/pkg\n\
+                 ./src/pkg/mod.py\n./test_calc.py\n./vendor\n./vendor/lib\n755\n755\n";
+    assert!(
+        seen.contains(fresh),
+        "the next run saw what run one left: {seen}"
+    );
+    assert!(outside.join("keep.txt").exists() && outside.join("sub/keep.txt").exists());
+    assert_eq!(
+        std::fs::metadata(&outside).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+}
+
+/// A pipe where a tracked file was: staging it opens it and waits for a writer, so run one
+/// hangs until it is killed; the pipe stays in the slot, and every next run's checkout of that
+/// path opens it for writing (O_TRUNC, not unlinked first) and waits for a reader, forever.
+#[test]
+fn a_pipe_in_place_of_a_tracked_file_hangs_no_run() {
+    use std::os::unix::fs::FileTypeExt;
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let wait_for = |child: &mut std::process::Child, secs: u64| {
+        for _ in 0..secs * 10 {
+            if child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        false
+    };
+    let one = env.script(
+        "one.json",
+        json!([
+            calls("Plant.", vec![run("plant", "rm calc.py && mkfifo calc.py")]),
+            end_turn("Done.")
+        ]),
+    );
+    let args = ["--test-cmd", CHECK];
+    let mut first = env
+        .fix_cmd(&repo, &one, "agent/one", &args)
+        .spawn()
+        .unwrap();
+    let pipe = repo.join(".git/agent-git/pool-1/calc.py");
+    for _ in 0..300 {
+        if std::fs::symlink_metadata(&pipe).is_ok_and(|m| m.file_type().is_fifo()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let first_ended = wait_for(&mut first, 20);
+    let two = env.script(
+        "two.json",
+        json!([calls("Look.", vec![run("look", "true")]), end_turn("Done.")]),
+    );
+    let mut second = env
+        .fix_cmd(&repo, &two, "agent/two", &args)
+        .spawn()
+        .unwrap();
+    let second_ended = wait_for(&mut second, 60);
+    assert!(
+        second_ended,
+        "the next run hung at its start (run one ended by itself: {first_ended})"
     );
 }

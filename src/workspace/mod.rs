@@ -540,6 +540,9 @@ impl Workspace {
             } else if meta.is_dir() {
                 // A nested repository: git would record it as a submodule. Leave it alone.
                 continue;
+            } else if !meta.is_file() {
+                // Reading a pipe would wait for a writer that never comes.
+                Some("it is not a file, a link or a folder (a pipe, a socket, a device)".into())
             } else {
                 None
             };

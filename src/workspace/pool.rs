@@ -11,7 +11,7 @@ use crate::leftovers::{remove_forcibly, Lease};
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Oid, Repository, Status, StatusOptions};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// How many work trees a repository keeps: one per run going on at the same time.
@@ -72,24 +72,32 @@ impl Workspace {
                 index: k,
             };
             let lease_path = parent.join(format!("{run_id}.lease"));
-            let lease = Lease::take(&lease_path).map_err(|e| SetupError::Io(lease_path.clone(), e));
-            return match lease.and_then(|lease| Ok((lease, fill(repo, k, branch)?))) {
-                Ok((lease, tree)) => {
-                    let lease = (lease, lease_path);
-                    Ok((
-                        in_slot(repo, tree, base, branch, run_id, k, lease),
-                        Some(slot),
-                    ))
-                }
+            let lease = match Lease::take(&lease_path) {
+                Ok(lease) => lease,
                 Err(e) => {
                     // Leave nothing behind: a branch made for this run holds nothing yet.
                     if fresh {
                         delete_branch(repo, branch);
                     }
-                    let _ = std::fs::remove_file(&lease_path);
-                    Err(e)
+                    return Err(SetupError::Io(lease_path, e));
                 }
             };
+            match fill(repo, k, branch) {
+                Ok(tree) => {
+                    let lease = (lease, lease_path);
+                    return Ok((
+                        in_slot(repo, tree, base, branch, run_id, k, lease),
+                        Some(slot),
+                    ));
+                }
+                // A slot that cannot be emptied or made anew (what a run left there may
+                // resist removal) does not stop the run: it gets a work tree of its own.
+                Err(_) => {
+                    drop(lease);
+                    let _ = std::fs::remove_file(&lease_path);
+                    break;
+                }
+            }
         }
         let workspace = super::setup::attach(repo, base, branch, run_id, fresh)?;
         Ok((workspace, None))
@@ -234,7 +242,9 @@ fn remove_unlisted(
     tree: &git2::Tree,
     root: &Path,
 ) -> Result<Vec<PathBuf>, SetupError> {
-    let mode = folder_mode();
+    let umask = umask();
+    // What a checkout gives the folders it makes.
+    let mode = 0o755 & !umask;
     let mut removed = Vec::new();
     let mut folders = vec![(PathBuf::new(), tree.id())];
     while let Some((rel, id)) = folders.pop() {
@@ -267,40 +277,59 @@ fn remove_unlisted(
             }
         }
         for entry in listed.iter() {
-            let name = std::ffi::OsStr::from_bytes(entry.name_bytes());
+            let name = entry.name_bytes();
+            if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') {
+                // No git writes such a name: the slot is not trusted.
+                return Err(io(std::io::Error::other(
+                    "a tree entry's name leaves its folder",
+                )));
+            }
+            let name = std::ffi::OsStr::from_bytes(name);
             let (sub, path) = (rel.join(name), dir.join(name));
-            let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
-            match entry.kind() {
-                Some(git2::ObjectType::Tree) if is_dir => folders.push((sub, entry.id())),
-                // A submodule's folder is empty in a fresh checkout.
-                Some(git2::ObjectType::Commit) if is_dir => {
-                    for inside in
-                        std::fs::read_dir(&path).map_err(|e| SetupError::Io(path.clone(), e))?
-                    {
-                        let inside = inside.map_err(|e| SetupError::Io(path.clone(), e))?.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue; // missing: the status finds it deleted
+            };
+            let fail = |e: std::io::Error| SetupError::Io(path.clone(), e);
+            match entry.filemode() {
+                0o040000 if meta.is_dir() => folders.push((sub, entry.id())),
+                // A submodule's folder is empty in a fresh checkout, with a folder's mode.
+                0o160000 if meta.is_dir() => {
+                    if meta.permissions().mode() & 0o7777 != mode {
+                        let fresh = std::fs::Permissions::from_mode(mode);
+                        std::fs::set_permissions(&path, fresh).map_err(fail)?;
+                    }
+                    for inside in std::fs::read_dir(&path).map_err(fail)? {
+                        let inside = inside.map_err(fail)?.path();
                         remove_forcibly(&inside).map_err(|e| SetupError::Io(inside.clone(), e))?;
                     }
                 }
-                Some(git2::ObjectType::Commit) => {
-                    remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
+                0o120000 if meta.file_type().is_symlink() => {}
+                // A file as a checkout writes it: its own (no other name shares it, which a
+                // write would change too), with the mode the commit gives it. A pipe, a
+                // socket, another mode or a second name goes, and the checkout writes it.
+                file @ (0o100644 | 0o100755)
+                    if meta.is_file()
+                        && meta.nlink() == 1
+                        && meta.permissions().mode() & 0o7777
+                            == u32::try_from(file & 0o777).unwrap_or(0) & !umask => {}
+                _ => {
+                    remove_forcibly(&path).map_err(fail)?;
                     removed.push(sub);
                 }
-                _ => {}
             }
         }
     }
     Ok(removed)
 }
 
-/// The mode a checkout gives the folders it makes: 0755 less the process's umask.
-fn folder_mode() -> u32 {
+/// The process's umask, which a checkout's files and folders get their modes through.
+fn umask() -> u32 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let umask = status
+    status
         .lines()
         .find_map(|l| l.strip_prefix("Umask:"))
         .and_then(|m| u32::from_str_radix(m.trim(), 8).ok())
-        .unwrap_or(0o022);
-    0o755 & !umask
+        .unwrap_or(0o022)
 }
 
 /// Slot `k` without a tree: its work tree unregistered and its folder gone.
