@@ -38,8 +38,9 @@ const SECTIONS: &[(&str, Section)] = &[
 ];
 
 fn main() {
-    // The memory section runs this binary again for what libgit2 alone pays for a checkout.
-    if let Some(code) = memory::checkout_only() {
+    // The memory section runs this binary again: for what libgit2 alone pays for a checkout,
+    // and to measure a peak from a small process.
+    if let Some(code) = memory::checkout_only().or_else(memory::peak_of) {
         std::process::exit(code);
     }
     let options = Options::from_args();

@@ -10,10 +10,57 @@ use crate::common::{git_command, Options, Repo};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
-/// The peak resident memory, in KiB, of `command` (and what it waited for), run to its end.
+/// The argument that makes this binary run `PROGRAM ARGS...` and print its peak in KiB.
+const PEAK_OF: &str = "--peak-of";
+
+/// The peak resident memory, in KiB, of `command` (and of what it waited for), run to its end.
+/// Measured from a small process of this binary's: a process that a large one spawns starts
+/// its count at what the large one held (Linux counts the address space it leaves at exec),
+/// and this bench holds tens of MiB once its other sections have run.
+fn peak_kib(command: Command) -> i64 {
+    let mut launcher = Command::new(std::env::current_exe().expect("this bench"));
+    launcher
+        .arg(PEAK_OF)
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => launcher.env(key, value),
+            None => launcher.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        launcher.current_dir(dir);
+    }
+    let out = launcher.output().expect("launcher");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a peak in KiB")
+}
+
+/// With `PEAK_OF PROGRAM ARGS...` as its arguments, runs PROGRAM, prints its peak resident
+/// memory in KiB and says with what exit code to end; otherwise `None`.
+pub fn peak_of() -> Option<i32> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != PEAK_OF {
+        return None;
+    }
+    let mut command = Command::new(args.next()?);
+    command.args(args);
+    println!("{}", run_to_end(command));
+    Some(0)
+}
+
+/// The peak resident memory, in KiB, of `command` (and what it waited for), run here.
 // wait4 reaps the child: std's own wait cannot say how much memory it took.
 #[allow(clippy::zombie_processes)]
-fn peak_kib(mut command: Command) -> i64 {
+fn run_to_end(mut command: Command) -> i64 {
     let child = command
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
