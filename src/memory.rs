@@ -37,14 +37,3 @@ pub fn tune() {
         libc::mallopt(libc::M_ARENA_MAX, ARENAS);
     }
 }
-
-/// Hands the pages of freed memory back to the system: called after a step that freed a large
-/// part of what it held (a checkout, a status of the whole tree), before the next one maps new
-/// blocks beside them.
-pub fn give_back() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free pages of the allocator's own.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}

@@ -8,7 +8,7 @@ pub mod helper;
 mod process;
 
 pub use helper::OVERLAY_HELD;
-pub use process::{run_prepared, ExitWatch, RawRun};
+pub use process::{die_with, run_prepared, ExitWatch, RawRun};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -27,6 +27,17 @@ pub struct RawRun {
     pub interrupted: bool,
 }
 
+/// In a child between fork and exec: asks the kernel to kill it when `parent` (agent-git)
+/// ends, however it ends, and fails if it already has. Only async-signal-safe calls (prctl(2),
+/// getppid(2)); it touches no memory of the parent.
+pub fn die_with(parent: rustix::process::Pid) -> std::io::Result<()> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+    if rustix::process::getppid() != Some(parent) {
+        return Err(std::io::Error::other("agent-git is gone"));
+    }
+    Ok(())
+}
+
 /// Runs a prepared command in its own process group, output interleaved in one file, and
 /// kills the whole group at the timeout or on interrupt. `waiting` hears how long it has run,
 /// at every poll, so a caller can say that something is still going on.
@@ -51,10 +62,7 @@ pub fn run_prepared(
             rustix::process::setsid()?;
             // Killed if agent-git dies, however it dies (the sandbox helper takes the rest of
             // what it started with it); agent-git spawns from the thread that lives longest.
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-            if rustix::process::getppid() != Some(parent) {
-                return Err(std::io::Error::other("agent-git is gone"));
-            }
+            die_with(parent)?;
             // Nothing agent-git inherited (a descriptor of the user's shell, say) reaches the
             // command: every descriptor above stderr closes at exec.
             const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;

@@ -96,18 +96,12 @@ fn run_apart(args: &[&std::ffi::OsStr]) -> Option<Result<(), String>> {
     let agent_git = APART.get()?;
     let mut command = std::process::Command::new(agent_git);
     let parent = rustix::process::getpid();
-    // SAFETY: prctl(2) and getppid(2) are async-signal-safe and touch no memory of the parent.
+    // Killed if the run dies, however it dies (a second Ctrl-C, a kill of its process group):
+    // it must not go on writing a tree the next run takes. The thread that spawns it waits for
+    // it, so it is not the thread's end that kills it.
+    // SAFETY: `die_with` is async-signal-safe and touches no memory of the parent.
     unsafe {
-        command.pre_exec(move || {
-            // Killed if the run dies, however it dies (a second Ctrl-C, a kill of its process
-            // group): it must not go on writing a tree the next run takes. The thread that
-            // spawns it waits for it, so it is not the thread's end that kills it.
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-            if rustix::process::getppid() != Some(parent) {
-                return Err(std::io::Error::other("agent-git is gone"));
-            }
-            Ok(())
-        });
+        command.pre_exec(move || crate::sandbox::die_with(parent));
     }
     let output = command
         // Out of the terminal's process group: a first Ctrl-C is the run's to handle, as it

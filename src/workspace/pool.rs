@@ -261,9 +261,7 @@ fn remove_unlisted(
             // Only the top can be anything else here: a link where the tree was.
             return Err(io(std::io::Error::other("not a folder")));
         }
-        if meta.permissions().mode() & 0o7777 != mode {
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).map_err(io)?;
-        }
+        with_mode(&dir, &meta, mode).map_err(io)?;
         let names: std::collections::HashSet<Vec<u8>> =
             listed.iter().map(|e| e.name_bytes().to_vec()).collect();
         for entry in std::fs::read_dir(&dir).map_err(io)? {
@@ -294,10 +292,7 @@ fn remove_unlisted(
                 0o040000 if meta.is_dir() => folders.push((sub, entry.id())),
                 // A submodule's folder is empty in a fresh checkout, with a folder's mode.
                 0o160000 if meta.is_dir() => {
-                    if meta.permissions().mode() & 0o7777 != mode {
-                        let fresh = std::fs::Permissions::from_mode(mode);
-                        std::fs::set_permissions(&path, fresh).map_err(fail)?;
-                    }
+                    with_mode(&path, &meta, mode).map_err(fail)?;
                     for inside in std::fs::read_dir(&path).map_err(fail)? {
                         let inside = inside.map_err(fail)?.path();
                         remove_forcibly(&inside).map_err(|e| SetupError::Io(inside.clone(), e))?;
@@ -320,6 +315,14 @@ fn remove_unlisted(
         }
     }
     Ok(removed)
+}
+
+/// Gives the folder at `path` (whose stat data is `meta`) the mode `mode`, if it has another.
+fn with_mode(path: &Path, meta: &std::fs::Metadata, mode: u32) -> std::io::Result<()> {
+    if meta.permissions().mode() & 0o7777 == mode {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
 /// The process's umask, which a checkout's files and folders get their modes through.
