@@ -3,7 +3,7 @@
 
 use crate::agent::{Action, Outcome};
 use crate::model::Usage;
-use crate::testrun::TestResult;
+use crate::testrun::{Checked, TestResult};
 use crate::workspace::FileStat;
 use serde_json::{json, Value};
 
@@ -214,12 +214,30 @@ impl Report<'_> {
                     .to_string(),
             );
         }
-        if self.tests.exit_code_only {
-            out.push(
-                "  no test names could be read before any change, so the verdict rests on the \
-                 exit code alone"
+        match self.tests.checked {
+            Checked::ByExitCode => out.push(
+                "  no test names or counts could be read before any change, so the verdict \
+                 rests on the exit code alone"
                     .to_string(),
-            );
+            ),
+            Checked::ByCount => out.push(
+                "  the output names only failing tests, so the inventory was checked by count: \
+                 as many tests ran, and no more were skipped, as before any change"
+                    .to_string(),
+            ),
+            Checked::ByName => {}
+        }
+        if !self.tests.matched_by_count.is_empty() {
+            out.push(format!(
+                "  ids that change from run to run, matched by count: {}",
+                self.tests.matched_by_count.join(", ")
+            ));
+        }
+        if self.tests.vanished_uncounted > 0 {
+            out.push(format!(
+                "Vanished: {} tests counted before any change did not run, or were skipped, now",
+                self.tests.vanished_uncounted
+            ));
         }
         if !self.tests.vanished.is_empty() {
             out.push(
@@ -280,7 +298,10 @@ impl Report<'_> {
                         .collect::<Vec<_>>()
                 }),
                 "vanished": self.tests.vanished,
-                "exit_code_only": self.tests.exit_code_only,
+                "vanished_uncounted": self.tests.vanished_uncounted,
+                "exit_code_only": self.tests.exit_code_only(),
+                "inventory_checked": self.tests.checked.label(),
+                "matched_by_count": self.tests.matched_by_count,
                 "cached": self.tests.cached,
             },
             "commits": commits,
@@ -341,7 +362,9 @@ mod tests {
             }],
             cases: None,
             vanished: vec!["test_calc.py::test_sub".into()],
-            exit_code_only: false,
+            vanished_uncounted: 0,
+            matched_by_count: Vec::new(),
+            checked: Checked::ByName,
             tail: "...".into(),
             cached: false,
         }
@@ -449,7 +472,10 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                     "failing": ["test_calc.py::test_add"],
                     "passing": null,
                     "vanished": ["test_calc.py::test_sub"],
+                    "vanished_uncounted": 0,
                     "exit_code_only": false,
+                    "inventory_checked": "by name",
+                    "matched_by_count": [],
                     "cached": false
                 },
                 "commits": ["c1"],

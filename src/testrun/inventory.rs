@@ -1,9 +1,11 @@
-//! The test inventory: every test the runner named before any change. A `passed` needs each
-//! of them to have run and passed (or, if it was skipped then, to be skipped still) in the
-//! run that decides, so deselecting, skipping, renaming or deleting a test cannot pass.
+//! The test inventory: every test the runner named, or counted, before any change. A `passed`
+//! needs each of them to have run and passed (or, if it was skipped then, to be skipped still)
+//! in the run that decides, so deselecting, skipping, renaming or deleting a test cannot pass.
+//! Where the output names only failures, the counts must show as many tests run, and no more
+//! skipped; where it names and counts nothing, the exit code decides, and the report says so.
 
-use super::{Case, Status, TestResult};
-use std::collections::BTreeMap;
+use super::{Case, Checked, Counts, Status, TestResult};
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inventory {
@@ -11,28 +13,50 @@ pub struct Inventory {
     /// Files or modules that could not even be collected: their tests are unknown, so a skip
     /// of one of them later cannot be told from a dodge.
     uncollected: Vec<String>,
+    /// How many tests ran (passed or failed, a file that did not load counting as one) and
+    /// how many were skipped; None when the output counted nothing.
+    counted: Option<Counts>,
 }
 
 impl Inventory {
-    /// The inventory of a run before any change; None when it named nothing.
+    /// The inventory of a run before any change; None when it named and counted nothing.
     pub fn of(baseline: &TestResult) -> Option<Self> {
-        let cases = baseline.cases.as_ref()?;
+        let cases = baseline.cases.as_deref().unwrap_or(&[]);
         let (errors, tests): (Vec<&Case>, Vec<&Case>) =
             cases.iter().partition(|c| c.status == Status::Error);
         let inventory = Inventory {
             tests: tests.iter().map(|c| (c.name.clone(), c.status)).collect(),
             uncollected: errors.iter().map(|c| c.name.clone()).collect(),
+            counted: baseline
+                .counts
+                .filter(|c| c.passed + c.failed + c.skipped > 0),
         };
-        (!inventory.tests.is_empty() || !inventory.uncollected.is_empty()).then_some(inventory)
+        let empty = inventory.tests.is_empty()
+            && inventory.uncollected.is_empty()
+            && inventory.counted.is_none();
+        (!empty).then_some(inventory)
     }
 
-    /// How many tests it holds.
+    /// How many tests it holds, named or counted.
     pub fn len(&self) -> usize {
-        self.tests.len()
+        match self.counted {
+            _ if !self.tests.is_empty() => self.tests.len(),
+            Some(c) => (c.passed + c.failed + c.skipped) as usize,
+            None => 0,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tests.is_empty()
+        self.len() == 0
+    }
+
+    /// How later runs are held to it, at best: by name when it names tests, else by count.
+    pub fn method(&self) -> Checked {
+        match self.counted {
+            _ if !self.tests.is_empty() => Checked::ByName,
+            Some(c) if c.passed + c.failed > 0 => Checked::ByCount,
+            _ => Checked::ByExitCode,
+        }
     }
 
     /// Whether `name` is a test of a file that could not be collected before any change, or
@@ -51,8 +75,9 @@ impl Inventory {
 
     /// The tests of the inventory that `cases` lacks, or shows skipped where they ran before,
     /// and the skipped tests of files that could not be collected before any change. A test
-    /// that ran and failed is not vanished: it is failing.
-    pub fn vanished(&self, cases: &[Case]) -> Vec<String> {
+    /// that ran and failed is not vanished: it is failing. Also the test functions whose
+    /// parameter ids changed but whose number of tests did not: matched by count.
+    pub fn vanished(&self, cases: &[Case]) -> (Vec<String>, Vec<String>) {
         let now: BTreeMap<&str, Status> =
             cases.iter().map(|c| (c.name.as_str(), c.status)).collect();
         let mut gone: Vec<String> = self
@@ -65,6 +90,7 @@ impl Inventory {
             })
             .map(|(name, _)| name.clone())
             .collect();
+        let matched = self.matched_by_count(&mut gone, cases);
         gone.extend(
             cases
                 .iter()
@@ -72,25 +98,86 @@ impl Inventory {
                 .filter(|c| self.in_uncollected(&c.name))
                 .map(|c| c.name.clone()),
         );
-        gone
+        (gone, matched)
     }
 
-    /// Holds a result to the inventory: what vanished is named, and the verdict is no longer
-    /// `passed` if anything did.
+    /// Takes out of `gone` the parametrized tests (`test_x[id]`) whose function ran as many
+    /// new ids, none skipped, as it lost: ids built from the time or a random seed change
+    /// from run to run of the same tree. Returns those functions.
+    fn matched_by_count(&self, gone: &mut Vec<String>, cases: &[Case]) -> Vec<String> {
+        let stem = |name: &str| name.split_once('[').map(|(s, _)| s.to_string());
+        let lost: BTreeSet<String> = gone.iter().filter_map(|name| stem(name)).collect();
+        let mut matched = Vec::new();
+        for function in lost {
+            let in_function = |name: &str| stem(name).as_deref() == Some(function.as_str());
+            let missing = gone.iter().filter(|n| in_function(n)).count();
+            let new: Vec<&Case> = cases
+                .iter()
+                .filter(|c| in_function(&c.name) && !self.tests.contains_key(&c.name))
+                .collect();
+            let ran = new
+                .iter()
+                .all(|c| matches!(c.status, Status::Passed | Status::Failed));
+            if new.len() == missing && ran {
+                gone.retain(|n| !in_function(n));
+                matched.push(function);
+            }
+        }
+        matched
+    }
+
+    /// Holds a result to the inventory, by name where both name their tests, else by count:
+    /// what vanished is named or counted, and the verdict is no longer `passed` if anything
+    /// did.
     pub fn check(inventory: Option<&Inventory>, result: &mut TestResult) {
         let Some(inventory) = inventory else {
-            result.exit_code_only = true;
+            result.checked = Checked::ByExitCode;
             return;
         };
-        result.exit_code_only = inventory.is_empty();
+        result.checked = inventory.method();
         if !result.ran || result.timed_out_after.is_some() || result.interrupted {
             return;
         }
-        result.vanished = inventory.vanished(result.cases.as_deref().unwrap_or(&[]));
-        if !result.vanished.is_empty() {
+        match (&result.cases, result.counts) {
+            (Some(cases), _) if !inventory.tests.is_empty() => {
+                (result.vanished, result.matched_by_count) = inventory.vanished(cases);
+            }
+            // Names before, neither names nor counts now: every test is unaccounted for.
+            (None, None) if !inventory.tests.is_empty() => {
+                result.vanished = inventory.tests.keys().cloned().collect();
+            }
+            (cases, now) => {
+                if let Some(cases) = cases {
+                    // A skip in a file that did not load before any change is still a dodge.
+                    result.vanished = inventory.vanished(cases).0;
+                }
+                if result.checked == Checked::ByName {
+                    result.checked = Checked::ByCount;
+                }
+                let before = inventory.counted.unwrap_or(Counts {
+                    passed: 0,
+                    failed: 0,
+                    skipped: 0,
+                });
+                result.vanished_uncounted = uncounted(before, now);
+            }
+        }
+        if result.vanished_count() > 0 {
             result.passed = false;
         }
     }
+}
+
+/// How many tests counted before any change did not run now, or how many more were skipped,
+/// whichever is more; all of them when nothing was counted now.
+fn uncounted(before: Counts, now: Option<Counts>) -> u32 {
+    let ran_before = before.passed + before.failed;
+    let Some(now) = now else {
+        return ran_before;
+    };
+    let missing = ran_before.saturating_sub(now.passed + now.failed);
+    let newly_skipped = now.skipped.saturating_sub(before.skipped);
+    missing.max(newly_skipped)
 }
 
 #[cfg(test)]
@@ -197,7 +284,11 @@ mod tests {
         assert_eq!(Inventory::of(&result(Some(vec![]), 1)), None);
         let broken = result(Some(vec![case("tests/test_calc.py", Status::Error)]), 2);
         let inventory = Inventory::of(&broken).unwrap();
-        assert!(inventory.is_empty());
+        assert_eq!(
+            inventory.method(),
+            Checked::ByCount,
+            "a file that did not load counts as one test"
+        );
         for dodge in [
             "tests.test_calc.T.test_add",
             "tests/test_calc.py",
@@ -213,6 +304,106 @@ mod tests {
         let mut later = result(None, 0);
         Inventory::check(None, &mut later);
         assert!(later.passed);
-        assert!(later.exit_code_only);
+        assert!(later.exit_code_only());
+    }
+
+    /// A run of `python3 -m unittest` (no -v) that printed `output` and exited `exit_code`.
+    fn unittest_run(output: &str, exit_code: i32) -> TestResult {
+        let plan = TestPlan::shell("python3 -m unittest".into(), Duration::from_secs(9));
+        let ended = Ended {
+            exit_code: Some(exit_code),
+            timed_out: false,
+            interrupted: false,
+        };
+        TestResult::read(&plan, output, ended, None)
+    }
+
+    const ONE_FAILS: &str =
+        "F\n======================================================================\n\
+        FAIL: test_add (test_calc.TestAdd.test_add)\n------------------------------------------\n\
+        AssertionError: -1 != 5\n\n----------------------------------------------------------\n\
+        Ran 1 test in 0.000s\n\nFAILED (failures=1)\n";
+
+    #[test]
+    fn a_runner_that_names_only_failures_is_held_to_its_counts() {
+        // Before any change the one test fails, so it is named; after the fix nothing is.
+        let inventory = Inventory::of(&unittest_run(ONE_FAILS, 1)).unwrap();
+        assert_eq!(inventory.method(), Checked::ByName);
+        let mut fixed = unittest_run(".\n------\nRan 1 test in 0.000s\n\nOK\n", 0);
+        Inventory::check(Some(&inventory), &mut fixed);
+        assert!(fixed.passed, "a correct fix passes: {:?}", fixed.vanished);
+        assert_eq!(fixed.checked, Checked::ByCount);
+
+        let mut dodged = unittest_run("s\n------\nRan 1 test in 0.000s\n\nOK (skipped=1)\n", 0);
+        Inventory::check(Some(&inventory), &mut dodged);
+        assert!(!dodged.passed, "a test skipped now is no pass");
+        assert_eq!(
+            dodged.summary(),
+            "0 passed, 0 failed, 1 skipped, 1 vanished"
+        );
+
+        let mut none_ran = unittest_run("\n------\nRan 0 tests in 0.000s\n\nOK\n", 0);
+        Inventory::check(Some(&inventory), &mut none_ran);
+        assert!(!none_ran.passed);
+        assert_eq!(none_ran.vanished_uncounted, 1);
+    }
+
+    #[test]
+    fn counts_alone_make_an_inventory_that_catches_a_missing_or_skipped_test() {
+        let two = "F.\n=====\nFAIL: test_add (t.T.test_add)\n-----\nAssertionError\n\n-----\n\
+            Ran 2 tests in 0.001s\n\nFAILED (failures=1)\n";
+        let baseline = unittest_run(two, 1);
+        assert_eq!(baseline.cases, None, "one of two named: not every test");
+        let inventory = Inventory::of(&baseline).unwrap();
+        assert_eq!((inventory.method(), inventory.len()), (Checked::ByCount, 2));
+        let mut both = unittest_run("..\n-----\nRan 2 tests in 0.001s\n\nOK\n", 0);
+        Inventory::check(Some(&inventory), &mut both);
+        assert!(both.passed);
+        let mut one = unittest_run(".\n-----\nRan 1 test in 0.001s\n\nOK\n", 0);
+        Inventory::check(Some(&inventory), &mut one);
+        assert!(!one.passed);
+        assert_eq!(one.summary(), "1 passed, 0 failed, 1 vanished");
+        let mut skip = unittest_run(".s\n-----\nRan 2 tests in 0.001s\n\nOK (skipped=1)\n", 0);
+        Inventory::check(Some(&inventory), &mut skip);
+        assert!(!skip.passed);
+        let mut silent = unittest_run("", 0);
+        Inventory::check(Some(&inventory), &mut silent);
+        assert!(!silent.passed, "counted before, nothing now: all vanished");
+    }
+
+    #[test]
+    fn parameter_ids_that_change_from_run_to_run_are_matched_by_count() {
+        let baseline = result(
+            Some(vec![
+                case("t.py::test_now[1764000001]", Status::Failed),
+                case("t.py::test_now[1764000002]", Status::Failed),
+                case("t.py::test_add", Status::Failed),
+            ]),
+            1,
+        );
+        let inventory = Inventory::of(&baseline).unwrap();
+        let run = |cases| {
+            let mut now = result(Some(cases), 0);
+            Inventory::check(Some(&inventory), &mut now);
+            now
+        };
+        let later = run(vec![
+            case("t.py::test_now[1764000091]", Status::Passed),
+            case("t.py::test_now[1764000092]", Status::Passed),
+            case("t.py::test_add", Status::Passed),
+        ]);
+        assert!(later.passed, "{:?}", later.vanished);
+        assert_eq!(later.matched_by_count, vec!["t.py::test_now"]);
+        let fewer = run(vec![
+            case("t.py::test_now[1764000091]", Status::Passed),
+            case("t.py::test_add", Status::Passed),
+        ]);
+        assert!(!fewer.passed, "one id fewer is a vanished test");
+        let skipped = run(vec![
+            case("t.py::test_now[1764000091]", Status::Passed),
+            case("t.py::test_now[1764000092]", Status::Skipped),
+            case("t.py::test_add", Status::Passed),
+        ]);
+        assert!(!skipped.passed, "a new id that was skipped is not a match");
     }
 }

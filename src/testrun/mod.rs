@@ -12,7 +12,7 @@ pub use cases::{
 };
 pub use detect::{collected, detect, guess_runner, Collected, Detected};
 pub use inventory::Inventory;
-pub use parse::{parse_output, Counts, Failure, Parsed};
+pub use parse::{node_dot_counts, parse_output, Counts, Failure, Parsed};
 
 use std::time::Duration;
 
@@ -79,6 +79,32 @@ impl TestPlan {
     }
 }
 
+/// How a test run was held to the inventory, from what its output can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Checked {
+    /// Every test is named: none of the inventory may be missing or newly skipped.
+    #[serde(rename = "by name")]
+    ByName,
+    /// Only failures are named (unittest without -v, cargo test -q, node's dot reporter): as
+    /// many tests must run, and no more be skipped, as before any change.
+    #[serde(rename = "by count")]
+    ByCount,
+    /// The output names and counts no tests: the exit code decides.
+    #[serde(rename = "by exit code")]
+    ByExitCode,
+}
+
+impl Checked {
+    /// `by name`, `by count` or `by exit code`: how the report and `--json` say it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Checked::ByName => "by name",
+            Checked::ByCount => "by count",
+            Checked::ByExitCode => "by exit code",
+        }
+    }
+}
+
 /// How a test process ended, as the sandbox saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ended {
@@ -105,9 +131,14 @@ pub struct TestResult {
     pub cases: Option<Vec<Case>>,
     /// Tests of the inventory that did not run and pass: gone, deselected or skipped.
     pub vanished: Vec<String>,
-    /// Whether the verdict rests on the exit code alone (no test names could be read before
-    /// any change).
-    pub exit_code_only: bool,
+    /// How many tests of the inventory the counts show did not run, or were skipped, when
+    /// the output does not name them (checked by count).
+    pub vanished_uncounted: u32,
+    /// Tests whose ids differ from run to run (a parameter id made from the time, say),
+    /// matched by how many of them ran under the same test function: those functions.
+    pub matched_by_count: Vec<String>,
+    /// How this run was held to the inventory.
+    pub checked: Checked,
     /// The last lines of the output, capped.
     pub tail: String,
     /// The same tree was tested earlier in the run: this is that result, not a new run.
@@ -132,6 +163,9 @@ impl TestResult {
         });
         let mut failing = parsed.failing;
         let mut counts = parsed.counts;
+        if counts.is_none() && plan.runner == Runner::Node {
+            counts = node_dot_counts(output);
+        }
         if let Some(cases) = &cases {
             counts = Some(Counts::of(cases));
             for case in cases.iter().filter(|c| c.status.is_failure()) {
@@ -158,7 +192,9 @@ impl TestResult {
             failing,
             cases,
             vanished: Vec::new(),
-            exit_code_only: false,
+            vanished_uncounted: 0,
+            matched_by_count: Vec::new(),
+            checked: Checked::ByExitCode,
             tail: tail(output, TAIL_LINES, TAIL_BYTES),
             cached: false,
         }
@@ -188,7 +224,9 @@ impl TestResult {
             failing: Vec::new(),
             cases: None,
             vanished: Vec::new(),
-            exit_code_only: false,
+            vanished_uncounted: 0,
+            matched_by_count: Vec::new(),
+            checked: Checked::ByExitCode,
             tail: why.to_string(),
             cached: false,
         }
@@ -222,10 +260,21 @@ impl TestResult {
     /// `, 2 vanished` when tests of the inventory vanished, else nothing: what summaries and
     /// trailers add to their counts.
     pub fn vanished_note(&self) -> String {
-        match self.vanished.len() {
+        match self.vanished_count() {
             0 => String::new(),
             n => format!(", {n} vanished"),
         }
+    }
+
+    /// How many tests of the inventory vanished, named or counted.
+    pub fn vanished_count(&self) -> usize {
+        self.vanished.len() + self.vanished_uncounted as usize
+    }
+
+    /// Whether the verdict rests on the exit code alone: the output named and counted no
+    /// tests before any change.
+    pub fn exit_code_only(&self) -> bool {
+        self.checked == Checked::ByExitCode
     }
 
     /// Why this result, taken before any change, shows that the test command cannot be used

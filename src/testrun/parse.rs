@@ -29,13 +29,15 @@ struct Patterns {
     pytest_counts: Regex,
     unittest_failed: Regex,
     unittest_ran: Regex,
-    unittest_problems: Regex,
+    unittest_verdict: Regex,
     cargo_failed: Regex,
     cargo_counts: Regex,
     go_failed: Regex,
     tap_failed: Regex,
     node_spec_failed: Regex,
     node_counts: Regex,
+    /// node's dot reporter: one `.` a test that did not fail, one `X` a failure.
+    node_dots: Regex,
     number_of: Regex,
 }
 
@@ -45,18 +47,35 @@ fn patterns() -> &'static Patterns {
         let re = |p: &str| Regex::new(p).unwrap_or_else(|e| panic!("bad built-in regex {p}: {e}"));
         Patterns {
             pytest_failed: re(r"^(?:FAILED|ERROR) ([^\s(]\S*)(?: - (.*))?$"),
-            pytest_counts: re(r"\b\d+ (?:passed|failed|errors?)\b"),
+            pytest_counts: re(r"\b\d+ (?:passed|failed|errors?|skipped)\b"),
             unittest_failed: re(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)"),
             unittest_ran: re(r"^Ran (\d+) tests? in "),
-            unittest_problems: re(r"^FAILED \((.*)\)$"),
+            unittest_verdict: re(r"^(?:OK|FAILED)(?: \((.*)\))?$"),
             cargo_failed: re(r"^test (\S+) \.\.\. FAILED$"),
             // `\S`, not `\w`: Unicode's word class makes this one pattern 0.9 MiB in memory.
-            cargo_counts: re(r"^test result: \S+\. (\d+) passed; (\d+) failed;"),
+            cargo_counts: re(r"^test result: \S+\. (\d+) passed; (\d+) failed; (\d+) ignored;"),
             go_failed: re(r"^\s*--- FAIL: (\S+)"),
             tap_failed: re(r"^\s*not ok \d+ - (.+?)(?:\s+#.*)?$"),
             node_spec_failed: re(r"^\s*✖ (.+?)(?: \([\d.]+m?s\))?$"),
-            node_counts: re(r"^[#ℹ] (pass|fail) (\d+)$"),
-            number_of: re(r"(\d+) (passed|failed|errors?)\b"),
+            node_counts: re(r"^[#ℹ] (pass|fail|skipped|todo) (\d+)$"),
+            node_dots: re(r"^[.X]+$"),
+            number_of: re(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed)\b"),
+        }
+    })
+}
+
+/// The counts of node's dot reporter (`--test-reporter=dot`): a `.` for each test that did
+/// not fail (a skipped one too), an `X` for each failure, on lines of nothing else. Read only
+/// for node, where no other output looks like that.
+pub fn node_dot_counts(output: &str) -> Option<Counts> {
+    let p = patterns();
+    let rows: Vec<&str> = output.lines().filter(|l| p.node_dots.is_match(l)).collect();
+    (!rows.is_empty()).then(|| {
+        let count = |c: char| rows.iter().map(|r| r.matches(c).count() as u32).sum();
+        Counts {
+            passed: count('.'),
+            failed: count('X'),
+            skipped: 0,
         }
     })
 }
@@ -101,6 +120,7 @@ fn parse_cargo(lines: &[&str]) -> Parsed {
             });
             counts.passed += c[1].parse::<u32>().unwrap_or(0);
             counts.failed += c[2].parse::<u32>().unwrap_or(0);
+            counts.skipped += c[3].parse::<u32>().unwrap_or(0);
         }
     }
     parsed
@@ -151,7 +171,8 @@ fn parse_pytest(lines: &[&str]) -> Parsed {
         for c in p.number_of.captures_iter(line) {
             let n = c[1].parse::<u32>().unwrap_or(0);
             match &c[2] {
-                "passed" => counts.passed += n,
+                "passed" | "xpassed" => counts.passed += n,
+                "skipped" | "xfailed" => counts.skipped += n,
                 _ => counts.failed += n,
             }
         }
@@ -184,34 +205,45 @@ fn parse_unittest(lines: &[&str]) -> Parsed {
             parsed.failing.push(Failure { name, detail });
         }
     }
-    let ran = lines.iter().find_map(|l| {
-        p.unittest_ran
-            .captures(l)
-            .and_then(|c| c[1].parse::<u32>().ok())
-    });
-    if let Some(ran) = ran {
-        let failed = lines
-            .iter()
-            .find_map(|l| p.unittest_problems.captures(l))
-            .map(|c| unittest_problem_count(&c[1]))
-            .unwrap_or(0);
-        parsed.counts = Some(Counts {
-            passed: ran.saturating_sub(failed),
-            failed,
-            skipped: 0,
-        });
+    // Every `Ran N tests` with the verdict line after it, summed: `make test` may run several.
+    let mut total: Option<Counts> = None;
+    let mut ran: Option<u32> = None;
+    for line in lines {
+        if let Some(c) = p.unittest_ran.captures(line) {
+            ran = c[1].parse::<u32>().ok();
+        } else if let (Some(n), Some(c)) = (ran, p.unittest_verdict.captures(line)) {
+            let (failed, skipped) = unittest_tally(c.get(1).map_or("", |m| m.as_str()));
+            let sum = total.get_or_insert(Counts {
+                passed: 0,
+                failed: 0,
+                skipped: 0,
+            });
+            sum.passed += n.saturating_sub(failed + skipped);
+            sum.failed += failed;
+            sum.skipped += skipped;
+            ran = None;
+        }
     }
+    parsed.counts = total;
     parsed
 }
 
-/// Sums `failures=N` and `errors=N` in unittest's `FAILED (failures=1, errors=2)`.
-fn unittest_problem_count(inner: &str) -> u32 {
-    inner
+/// The failures (failures, errors, unexpected successes) and skips in unittest's
+/// `FAILED (failures=1, errors=2, skipped=1)` or `OK (skipped=3, expected failures=1)`.
+fn unittest_tally(inner: &str) -> (u32, u32) {
+    let (mut failed, mut skipped) = (0, 0);
+    for (key, value) in inner
         .split(',')
         .filter_map(|part| part.trim().split_once('='))
-        .filter(|(k, _)| *k == "failures" || *k == "errors")
-        .filter_map(|(_, v)| v.parse::<u32>().ok())
-        .sum()
+    {
+        let n = value.parse::<u32>().unwrap_or(0);
+        match key {
+            "failures" | "errors" | "unexpected successes" => failed += n,
+            "skipped" => skipped += n,
+            _ => {}
+        }
+    }
+    (failed, skipped)
 }
 
 fn parse_go(lines: &[&str]) -> Parsed {
@@ -236,7 +268,7 @@ fn parse_go(lines: &[&str]) -> Parsed {
 fn parse_node(lines: &[&str]) -> Parsed {
     let p = patterns();
     let mut parsed = Parsed::default();
-    let (mut pass, mut fail) = (None, None);
+    let (mut pass, mut fail, mut skipped) = (None, None, 0);
     for (i, line) in lines.iter().enumerate() {
         let tap = p.tap_failed.captures(line);
         let failed = tap
@@ -257,7 +289,8 @@ fn parse_node(lines: &[&str]) -> Parsed {
             let n = c[2].parse::<u32>().ok();
             match &c[1] {
                 "pass" => pass = n,
-                _ => fail = n,
+                "fail" => fail = n,
+                _ => skipped += n.unwrap_or(0),
             }
         }
     }
@@ -265,7 +298,7 @@ fn parse_node(lines: &[&str]) -> Parsed {
         parsed.counts = Some(Counts {
             passed,
             failed,
-            skipped: 0,
+            skipped,
         });
     }
     parsed

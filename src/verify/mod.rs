@@ -125,7 +125,9 @@ impl<'a> Verifier<'a> {
             None => self.test_once(self.workspace.base_tree()?)?,
         };
         let inventory = Inventory::of(&result);
-        result.exit_code_only = inventory.as_ref().is_none_or(Inventory::is_empty);
+        result.checked = inventory
+            .as_ref()
+            .map_or(crate::testrun::Checked::ByExitCode, Inventory::method);
         *self.inventory.borrow_mut() = inventory;
         Ok(result)
     }
@@ -587,6 +589,13 @@ pub fn describe_for_model(result: &TestResult) -> String {
         for name in &result.vanished {
             text.push_str(&format!("\n- vanished: {name}"));
         }
+    }
+    if result.vanished_uncounted > 0 {
+        text.push_str(&format!(
+            "\n{} fewer tests ran (or more were skipped) than before any change; every test \
+             must run and pass",
+            result.vanished_uncounted
+        ));
     }
     if !result.passed && !result.tail.is_empty() {
         text.push_str(&format!("\nOutput (last lines):\n{}", result.tail));
