@@ -3,7 +3,7 @@
 
 use crate::guard::Protection;
 use crate::settings::{config_layers, merge, Layer, Settings};
-use crate::testrun::{collected, detect, TestPlan};
+use crate::testrun::{collected, detect, Python, TestPlan, TreeFacts};
 use crate::workspace::{read_blob, tree_files, SetupError};
 use git2::{Oid, Repository};
 use std::path::PathBuf;
@@ -76,8 +76,12 @@ pub fn plan_at(
     let files = tree_files(repo, commit)?;
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
-    let pytest = settings.test_cmd.is_none() && facts(&files, python).pytest;
-    test_plan(&files, &read, settings, pytest)
+    let none = PythonFacts::default();
+    let python = match settings.test_cmd {
+        None => facts(&files, python),
+        Some(_) => &none,
+    };
+    test_plan(&files, &read, settings, python)
 }
 
 /// What `plan` calls for: the protection of its runner and the writable directories.
@@ -126,6 +130,7 @@ fn facts<'p>(files: &[String], python: &'p mut Option<PythonFacts>) -> &'p Pytho
     static NONE: PythonFacts = PythonFacts {
         pytest: false,
         modules: Vec::new(),
+        distributions: Vec::new(),
     };
     if files.iter().any(|p| p.ends_with(".py")) {
         python.get_or_insert_with(python_facts)
@@ -139,19 +144,58 @@ fn test_plan(
     files: &[String],
     read: &dyn Fn(&str) -> Option<String>,
     settings: &Settings,
-    pytest_available: bool,
+    python: &PythonFacts,
 ) -> Result<TestPlan, PrepareError> {
     let timeout = Duration::from_secs(settings.test_timeout);
     let mut plan = match &settings.test_cmd {
         Some(cmd) => TestPlan::shell(cmd.clone(), timeout),
         None => {
-            let detected =
-                detect(files, read, pytest_available).ok_or(PrepareError::NoTestCommand)?;
+            let python = Python {
+                pytest: python.pytest,
+                installed: &|name| python.has_distribution(name),
+            };
+            let detected = detect(files, read, &python).ok_or(PrepareError::NoTestCommand)?;
             TestPlan::from_detected(detected, timeout)
         }
     };
     plan.setup = settings.setup_cmd.clone();
+    python_environment(&mut plan, files, read);
     Ok(plan)
+}
+
+/// What the tree says of the Python environment its tests need: a src layout's `src` first on
+/// PYTHONPATH, the way an editable install puts it on the path (a venv's own editable install
+/// points at the user's checkout, which the tests may not read).
+fn python_environment(
+    plan: &mut TestPlan,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) {
+    plan.facts = TreeFacts::of(files, read);
+    if !plan
+        .facts
+        .python_modules
+        .values()
+        .any(|folder| folder == "src")
+    {
+        return;
+    }
+    let tests: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            let name = p.rsplit('/').next().unwrap_or(p);
+            name.ends_with(".py")
+                && (name.starts_with("test") || name.ends_with("_test.py") || name == "conftest.py")
+        })
+        .filter_map(|p| read(p))
+        .collect();
+    if let Some(package) = plan.facts.src_layout(&tests) {
+        plan.python_path.push("src".into());
+        plan.rules.push(format!(
+            "src layout: the tests import `{package}`, which lives under src/, so src/ is first \
+             on PYTHONPATH, as an editable install would put it"
+        ));
+    }
 }
 
 /// The directories the user made writable: they must exist, and are named by their real path.
@@ -177,6 +221,16 @@ fn writable_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, PrepareError> {
 pub struct PythonFacts {
     pub pytest: bool,
     pub modules: Vec<String>,
+    /// The installed distributions, lower-case with `_` for `-` and `.`, sorted.
+    pub distributions: Vec<String>,
+}
+
+impl PythonFacts {
+    /// Whether distribution `name` (`pytest-cov`, `PyYAML`) is installed.
+    pub fn has_distribution(&self, name: &str) -> bool {
+        let name = name.to_lowercase().replace(['-', '.'], "_");
+        self.distributions.binary_search(&name).is_ok()
+    }
 }
 
 const PYTHON_FACTS: &str = "\
@@ -185,6 +239,8 @@ names = set(getattr(sys, 'stdlib_module_names', ())) | set(sys.builtin_module_na
 try:
     import importlib.metadata as metadata
     names |= set(metadata.packages_distributions())
+    for dist in metadata.distributions():
+        print('dist:' + dist.metadata['Name'].lower().replace('-', '_').replace('.', '_'))
 except Exception:
     pass
 try:
@@ -206,9 +262,12 @@ pub fn python_facts() -> PythonFacts {
         return PythonFacts::default();
     };
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
+    let (dists, rest): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("dist:"));
+    let mut distributions: Vec<String> = dists.iter().map(|d| d[5..].to_string()).collect();
+    distributions.sort();
     PythonFacts {
-        pytest: lines.next() == Some("pytest"),
-        modules: lines.map(String::from).collect(),
+        pytest: rest.first() == Some(&"pytest"),
+        modules: rest.iter().skip(1).map(|l| l.to_string()).collect(),
+        distributions,
     }
 }

@@ -33,6 +33,8 @@ pub struct Report<'a> {
     pub sandbox: &'a str,
     /// For a `passed` run whose conversation stopped short: how it stopped.
     pub ended_early: Option<&'a str>,
+    /// The rules that chose the test command and its environment.
+    pub test_rules: &'a [String],
 }
 
 impl Report<'_> {
@@ -207,6 +209,9 @@ impl Report<'_> {
             self.tests.command,
             self.tests.summary()
         )];
+        for rule in self.test_rules {
+            out.push(format!("  {rule}"));
+        }
         if self.tests.cached {
             out.push(
                 "  the branch's tree was tested earlier in the run: that result stands, the \
@@ -284,8 +289,11 @@ impl Report<'_> {
             "branch": report_commit.map(|_| self.branch),
             "base": self.base,
             "outcome": self.outcome.name(),
+            "reason": self.outcome.reason(),
             "turns": self.turns,
             "tests": {
+                "command": self.tests.command,
+                "rules": self.test_rules,
                 "passed": self.tests.passed,
                 "summary": self.tests.summary(),
                 "failing": self.tests.failing.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
@@ -365,6 +373,8 @@ mod tests {
             vanished_uncounted: 0,
             matched_by_count: Vec::new(),
             checked: Checked::ByName,
+            named_by_report: true,
+            runner: crate::testrun::Runner::Pytest,
             tail: "...".into(),
             cached: false,
         }
@@ -415,6 +425,7 @@ mod tests {
             notes: &[],
             sandbox: "no network",
             ended_early: None,
+            test_rules: &[],
         };
         let expected = "\
 agent-git: tests still fail after 2 turns: Fix the adder
@@ -465,8 +476,11 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                 "branch": "agent/fix-the-adder-ab12cd34",
                 "base": "0123456789abcdef0123456789abcdef01234567",
                 "outcome": "turn-limit",
+                "reason": null,
                 "turns": 2,
                 "tests": {
+                    "command": "python3 -m pytest -q",
+                    "rules": [],
                     "passed": false,
                     "summary": "3 passed, 1 failed, 1 vanished",
                     "failing": ["test_calc.py::test_add"],

@@ -122,6 +122,9 @@ pub fn execute(
         plan.branch,
         workspace.path().display()
     ));
+    if !plan.only_if_failing || resuming {
+        progress(&format!("tests: {}", plan.tests.describe()));
+    }
     let ran = run_in(
         &mut plan, &workspace, baseline, &interrupt, progress, waiting, &runtime,
     );
@@ -244,6 +247,7 @@ fn answer_before_checkout(
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
 ) -> Before {
+    progress(&format!("tests: {}", plan.tests.describe()));
     let Ok(tree) = plan.repo.find_commit(plan.base.id).map(|c| c.tree_id()) else {
         return Before::Unknown;
     };
@@ -259,7 +263,7 @@ fn answer_before_checkout(
         }
     };
     progress(&format!("tests before any change: {}", result.summary()));
-    let outcome = match result.unusable() {
+    let outcome = match plan.tests.cannot_run(&result) {
         Some(why) => Outcome::TestsCannotRun(why),
         None if result.passed => {
             let entry = Tested {
@@ -568,6 +572,7 @@ fn report<'a>(
         notes: &labels.notes,
         sandbox,
         ended_early: result.ended_early.as_deref(),
+        test_rules: &plan.tests.rules,
     }
 }
 

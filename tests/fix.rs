@@ -258,12 +258,17 @@ fn json_output_has_the_documented_shape() {
     assert_eq!(
         v["tests"],
         json!({
+            "command": "built-in Python runner",
+            "rules": ["test command from Python test files, and no pytest"],
             "passed": true,
             "summary": "2 passed, 0 failed",
             "failing": [],
             "passing": ["test_calc.py::test_add", "test_calc.py::test_multiply"],
             "vanished": [],
+            "vanished_uncounted": 0,
+            "matched_by_count": [],
             "exit_code_only": false,
+            "inventory_checked": "by name",
             "cached": false
         })
     );
@@ -285,6 +290,7 @@ fn json_output_has_the_documented_shape() {
             "cost_usd",
             "harness_secs",
             "outcome",
+            "reason",
             "report_commit",
             "run_id",
             "tests",

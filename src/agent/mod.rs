@@ -64,6 +64,17 @@ impl Outcome {
         }
     }
 
+    /// The words that say why, for the outcomes that carry them (`--json`'s `reason`).
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Outcome::ModelError(why)
+            | Outcome::Refused(why)
+            | Outcome::HarnessError(why)
+            | Outcome::TestsCannotRun(why) => Some(why),
+            _ => None,
+        }
+    }
+
     /// Whether the run's branch stays: not when nothing was asked of the model.
     pub fn keeps_branch(&self) -> bool {
         !matches!(self, Outcome::AlreadyPassing | Outcome::TestsCannotRun(_))
@@ -206,7 +217,7 @@ impl Agent<'_> {
                 n => format!(" ({n} tests in the inventory)"),
             }
         ));
-        if let Some(why) = initial.unusable() {
+        if let Some(why) = self.verifier.plan.cannot_run(&initial) {
             return RunResult::before_the_model(Outcome::TestsCannotRun(why), initial);
         }
         if self.only_if_failing && initial.passed {

@@ -81,7 +81,7 @@ impl<'r> Checker<'r> {
             Ok(result) => result,
             Err(why) => return Verdict::CannotRun(why),
         };
-        let verdict = verdict_of(result);
+        let verdict = verdict_of(&tests.plan, result);
         if let Verdict::Passed { summary, .. } = &verdict {
             let entry = Tested {
                 identity,
@@ -153,18 +153,15 @@ impl<'r> Checker<'r> {
 
 /// A run that could not start or could not test anything says so; only a run that tested
 /// something and failed is a failure.
-fn verdict_of(result: TestResult) -> Verdict {
+fn verdict_of(plan: &TestPlan, result: TestResult) -> Verdict {
     if result.passed {
         return Verdict::Passed {
             summary: result.summary(),
             cached: false,
         };
     }
-    match result.unusable() {
-        Some(why) => Verdict::CannotRun(format!(
-            "{why} (`{}`); set the command with `git config agent-git.testCmd CMD`",
-            result.command
-        )),
+    match plan.cannot_run(&result) {
+        Some(why) => Verdict::CannotRun(format!("{why} (test command `{}`)", result.command)),
         None => Verdict::Failed(Box::new(result)),
     }
 }
@@ -175,7 +172,7 @@ fn verdict_of(result: TestResult) -> Verdict {
 pub fn identity(plan: &TestPlan, settings: &Settings, sandbox: Mode) -> String {
     let mut text = format!(
         "agent-git {}\ncommand: {:?}\nrunner: {:?}\nsetup: {:?}\ntimeout: {}\nprotect: {:?}\n\
-         allow-write: {:?}\n",
+         allow-write: {:?}\npython-path: {:?}\n",
         env!("CARGO_PKG_VERSION"),
         plan.command,
         plan.runner,
@@ -183,6 +180,7 @@ pub fn identity(plan: &TestPlan, settings: &Settings, sandbox: Mode) -> String {
         plan.timeout.as_secs(),
         settings.protect,
         settings.allow_write,
+        plan.python_path,
     );
     // Unconfined tests may pass where confined ones fail (a network call, say).
     if sandbox == Mode::Off {

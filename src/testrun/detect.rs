@@ -12,6 +12,9 @@ pub struct Detected {
     pub runner: Runner,
     /// Where the command came from, for the user.
     pub source: String,
+    /// The project's own runners that were passed over, and why (tox.ini's commands need a
+    /// dependency that is not installed, say).
+    pub passed_over: Vec<String>,
 }
 
 impl Detected {
@@ -21,6 +24,7 @@ impl Detected {
             command: TestCommand::Shell(command),
             runner,
             source: source.to_string(),
+            passed_over: Vec::new(),
         }
     }
 }
@@ -32,10 +36,33 @@ const MAKEFILES: [&str; 3] = ["GNUmakefile", "makefile", "Makefile"];
 pub fn detect(
     paths: &[String],
     read: &dyn Fn(&str) -> Option<String>,
-    pytest_available: bool,
+    python: &Python,
 ) -> Option<Detected> {
+    let mut detected = detect_first(paths, read, python)?;
+    if let Some(Err(why)) = read("tox.ini").map(|t| tox_commands(&t, python.installed)) {
+        detected
+            .passed_over
+            .push(format!("not tox.ini's commands: {why}"));
+    }
+    Some(detected)
+}
+
+/// What detection asks of the python3 the tests run with.
+pub struct Python<'a> {
+    /// Whether `python3 -m pytest` works.
+    pub pytest: bool,
+    /// Whether a distribution (a tox dependency, say) is installed.
+    pub installed: &'a dyn Fn(&str) -> bool,
+}
+
+fn detect_first(
+    paths: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+    python: &Python,
+) -> Option<Detected> {
+    let pytest_available = python.pytest;
     let has = |name: &str| paths.iter().any(|p| p == name);
-    if let Some(command) = read("tox.ini").and_then(|t| tox_commands(&t)) {
+    if let Some(Ok(Some(command))) = read("tox.ini").map(|t| tox_commands(&t, python.installed)) {
         let runner = guess_runner(&command);
         return Some(Detected::shell(
             command,
@@ -94,6 +121,7 @@ pub fn detect(
             label: "python3 -m unittest discover (agent-git's runner)".into(),
             runner: Runner::BuiltinPython,
             source: "test files written for unittest".into(),
+            passed_over: Vec::new(),
         });
     }
     Some(if pytest_available {
@@ -108,6 +136,7 @@ pub fn detect(
             label: "built-in Python runner".into(),
             runner: Runner::BuiltinPython,
             source: "Python test files, and no pytest".into(),
+            passed_over: Vec::new(),
         }
     })
 }
@@ -389,25 +418,96 @@ fn ini_lines(text: &str, section: &str, key: &str) -> Option<Vec<String>> {
     value
 }
 
-/// tox's `[testenv] commands` as one shell line, when its substitutions are plain enough.
-fn tox_commands(text: &str) -> Option<String> {
+/// tox's `[testenv] commands` as one shell line with its `setenv`, None when it has none, or
+/// why they cannot run outside tox: a substitution only tox can fill in, or a dependency of
+/// its `deps` that `installed` says is missing.
+fn tox_commands(text: &str, installed: &dyn Fn(&str) -> bool) -> Result<Option<String>, String> {
+    let setenv: Vec<String> = ini_lines(text, "testenv", "setenv")
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| Ok(format!("{}={}", k.trim(), tox_substituted(v.trim())?)))
+        .collect::<Result<_, String>>()?;
     let mut lines: Vec<String> = Vec::new();
     // Continuation lines were joined with spaces; tox runs each original line on its own.
     for line in ini_lines(text, "testenv", "commands").unwrap_or_default() {
-        let line = line.trim().trim_start_matches('-').trim();
-        let line = line
-            .replace("{posargs}", "")
-            .replace("{envpython}", "python3")
-            .replace("{toxinidir}", ".")
-            .replace("{envbindir}/", "");
-        if line.contains('{') {
-            return None;
-        }
+        let line = tox_substituted(line.trim().trim_start_matches('-').trim())?;
         if !line.trim().is_empty() {
-            lines.push(line.trim().to_string());
+            let env: String = setenv.iter().map(|kv| format!("{kv} ")).collect();
+            lines.push(format!("{env}{}", line.trim()));
         }
     }
-    (!lines.is_empty()).then(|| lines.join(" && "))
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    let missing: Vec<String> = ini_lines(text, "testenv", "deps")
+        .unwrap_or_default()
+        .iter()
+        .filter(|d| !d.starts_with('-') && !d.starts_with('.') && !d.contains('{'))
+        .filter_map(|d| {
+            let end = d
+                .find(|c: char| !(c.is_alphanumeric() || "._-".contains(c)))
+                .unwrap_or(d.len());
+            Some(d[..end].to_string()).filter(|n| !n.is_empty())
+        })
+        .filter(|name| !installed(name))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "tox.ini's commands need {} (its [testenv] deps), which the python3 here does not \
+             have",
+            missing.join(", ")
+        ));
+    }
+    Ok(Some(lines.join(" && ")))
+}
+
+/// A tox command line with tox's substitutions filled in as a plain shell would have them:
+/// `{envtmpdir}` is a folder under the run's own TMPDIR, `{posargs}` its default.
+fn tox_substituted(line: &str) -> Result<String, String> {
+    // A tool of the env's bin folder is the one on PATH.
+    let line = line.replace("{envbindir}/", "");
+    let line = line.as_str();
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..]
+            .find('}')
+            .map(|i| open + i)
+            .ok_or_else(|| format!("tox.ini's commands have an unclosed `{{` in `{line}`"))?;
+        let key = &rest[open + 1..close];
+        let value = match key.split_once(':') {
+            None => match key {
+                "posargs" => String::new(),
+                "envpython" => "python3".into(),
+                "toxinidir" | "toxworkdir" => ".".into(),
+                "envtmpdir" => "\"$TMPDIR/tox-envtmpdir\"".into(),
+                "envname" => "py".into(),
+                "/" => "/".into(),
+                ":" => ":".into(),
+                _ => {
+                    return Err(format!(
+                        "tox.ini's commands use `{{{key}}}`, which only tox can fill in"
+                    ))
+                }
+            },
+            Some(("posargs", default)) => default.to_string(),
+            Some(("env", var)) => match var.split_once(':') {
+                Some((name, default)) => format!("${{{name}:-{default}}}"),
+                None => format!("${{{var}}}"),
+            },
+            Some(_) => {
+                return Err(format!(
+                    "tox.ini's commands use `{{{key}}}`, which only tox can fill in"
+                ))
+            }
+        };
+        out.push_str(&value);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 fn has_make_target(makefile: &str, target: &str) -> bool {
@@ -438,7 +538,7 @@ fn npm_test_script(package_json: &str) -> Option<String> {
     (!script.contains("no test specified")).then(|| script.to_string())
 }
 
-fn is_python_test_file(path: &str) -> bool {
+pub(super) fn is_python_test_file(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     name.ends_with(".py") && (name.starts_with("test_") || name.ends_with("_test.py"))
 }
@@ -452,35 +552,9 @@ fn is_unittest_module(text: &str) -> bool {
     uses_unittest && !text.contains("import pytest") && !text.contains("from pytest")
 }
 
-/// Why a result before any change shows that the tests cannot run at all, if it does.
-pub fn unusable(result: &TestResult) -> Option<String> {
-    if !result.ran {
-        return Some(format!("the test command could not start: {}", result.tail));
-    }
-    let output = result.tail.as_str();
-    let said = |needle: &str| output.contains(needle);
-    let reason = match result.exit_code {
-        _ if said("No module named pytest") => "pytest is not installed for this python3",
-        Some(126) => "the test command is not executable (exit 126)",
-        Some(127) => "the test command was not found (exit 127)",
-        Some(125) if said("agent-git sandbox:") => "the sandbox could not start the test command",
-        _ if said("rustup could not choose a version") || said("no default toolchain") => {
-            "no Rust toolchain is available to the tests"
-        }
-        _ if said("Missing script: \"test\"") || said("missing script: test") => {
-            "package.json has no test script"
-        }
-        _ if said("No rule to make target") => "the Makefile has no such target",
-        Some(5) if result.runner_collected_nothing() => "the test command collected no tests",
-        _ if result.runner_collected_nothing() => "the test command ran no tests",
-        _ => return None,
-    };
-    Some(reason.to_string())
-}
-
 impl TestResult {
     /// The runner said (or its names show) that it collected no tests at all.
-    fn runner_collected_nothing(&self) -> bool {
+    pub(super) fn runner_collected_nothing(&self) -> bool {
         let output = self.tail.as_str();
         let none_named = self.cases.as_ref().is_some_and(|c| c.is_empty());
         let zero = self
@@ -512,7 +586,15 @@ mod tests {
     fn detect_in(files: &[(&str, &str)], pytest: bool) -> Option<Detected> {
         let paths: Vec<String> = files.iter().map(|(p, _)| p.to_string()).collect();
         let read = reader(files);
-        detect(&paths, &read, pytest)
+        let installed = |name: &str| name == "pytest" && pytest;
+        detect(
+            &paths,
+            &read,
+            &Python {
+                pytest,
+                installed: &installed,
+            },
+        )
     }
 
     fn shell(files: &[(&str, &str)], pytest: bool) -> Option<(String, Runner)> {

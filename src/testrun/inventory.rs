@@ -4,7 +4,7 @@
 //! Where the output names only failures, the counts must show as many tests run, and no more
 //! skipped; where it names and counts nothing, the exit code decides, and the report says so.
 
-use super::{Case, Checked, Counts, Status, TestResult};
+use super::{Case, Checked, Counts, Runner, Status, TestResult};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +16,9 @@ pub struct Inventory {
     /// How many tests ran (passed or failed, a file that did not load counting as one) and
     /// how many were skipped; None when the output counted nothing.
     counted: Option<Counts>,
+    /// The names came from a report file the runner was asked for: a later run without one
+    /// (a runner killed before it wrote it, a report planted or blocked) names nothing.
+    by_report: bool,
 }
 
 impl Inventory {
@@ -30,6 +33,7 @@ impl Inventory {
             counted: baseline
                 .counts
                 .filter(|c| c.passed + c.failed + c.skipped > 0),
+            by_report: baseline.named_by_report,
         };
         let empty = inventory.tests.is_empty()
             && inventory.uncollected.is_empty()
@@ -138,13 +142,23 @@ impl Inventory {
         if !result.ran || result.timed_out_after.is_some() || result.interrupted {
             return;
         }
-        match (&result.cases, result.counts) {
-            (Some(cases), _) if !inventory.tests.is_empty() => {
+        let named = !inventory.tests.is_empty();
+        // Names read from the output do not stand in for the report the inventory came from.
+        let names_now = result
+            .cases
+            .as_ref()
+            .filter(|_| result.named_by_report || !inventory.by_report);
+        match (names_now, result.counts) {
+            (Some(cases), _) if named => {
                 (result.vanished, result.matched_by_count) = inventory.vanished(cases);
             }
-            // Names before, neither names nor counts now: every test is unaccounted for.
-            (None, None) if !inventory.tests.is_empty() => {
+            // Named before, by a report or in full, and not now: every test is unaccounted for.
+            (None, counts) if named && (inventory.by_report || counts.is_none()) => {
                 result.vanished = inventory.tests.keys().cloned().collect();
+            }
+            // An unknown command's counts were a line it printed: one it need not print again.
+            (None, None) if result.runner == Runner::Other => {
+                result.checked = Checked::ByExitCode;
             }
             (cases, now) => {
                 if let Some(cases) = cases {

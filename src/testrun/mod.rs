@@ -4,13 +4,15 @@
 
 mod cases;
 mod detect;
+mod environment;
 mod inventory;
 mod parse;
 
 pub use cases::{
     cases_from_junit, cases_from_output, cases_from_results_json, Case, Runner, Status,
 };
-pub use detect::{collected, detect, guess_runner, Collected, Detected};
+pub use detect::{collected, detect, guess_runner, Collected, Detected, Python};
+pub use environment::TreeFacts;
 pub use inventory::Inventory;
 pub use parse::{node_dot_counts, parse_output, Counts, Failure, Parsed};
 
@@ -43,6 +45,14 @@ pub struct TestPlan {
     /// An install step (`npm ci`, ...) run in the clean room before the tests, again only when
     /// the files it depends on change.
     pub setup: Option<String>,
+    /// Folders of the tree put first on PYTHONPATH for the tests (a src layout's `src`), as an
+    /// editable install would put them on the path.
+    pub python_path: Vec<String>,
+    /// The rules that chose the command and its environment, in words: said at the start of
+    /// every run and in the report.
+    pub rules: Vec<String>,
+    /// What the tree says that tells a broken environment from broken code.
+    pub facts: TreeFacts,
 }
 
 impl TestPlan {
@@ -54,6 +64,9 @@ impl TestPlan {
             command: TestCommand::Shell(command),
             timeout,
             setup: None,
+            python_path: Vec::new(),
+            rules: Vec::new(),
+            facts: TreeFacts::default(),
         }
     }
 
@@ -64,7 +77,27 @@ impl TestPlan {
             timeout,
             runner: detected.runner,
             setup: None,
+            python_path: Vec::new(),
+            rules: std::iter::once(format!("test command from {}", detected.source))
+                .chain(detected.passed_over)
+                .collect(),
+            facts: TreeFacts::default(),
         }
+    }
+
+    /// The command and the rules that chose it, in one line: `python3 -m pytest -q` (test
+    /// command from tox.ini; src layout: ...).
+    pub fn describe(&self) -> String {
+        match self.rules.as_slice() {
+            [] => format!("`{}`", self.label),
+            rules => format!("`{}` ({})", self.label, rules.join("; ")),
+        }
+    }
+
+    /// Why `result`, the run before any change, shows that the tests cannot run as they are:
+    /// the model is not called. None when they run (and some fail).
+    pub fn cannot_run(&self, result: &TestResult) -> Option<String> {
+        environment::cannot_run(result, &self.facts)
     }
 
     /// The shell command line, given where the built-in runner's script was written.
@@ -139,6 +172,12 @@ pub struct TestResult {
     pub matched_by_count: Vec<String>,
     /// How this run was held to the inventory.
     pub checked: Checked,
+    /// Whether `cases` came from a report file the runner wrote, not from its output.
+    #[serde(skip)]
+    pub named_by_report: bool,
+    /// Whose output this is: a known runner prints its counts on every run.
+    #[serde(skip)]
+    pub runner: Runner,
     /// The last lines of the output, capped.
     pub tail: String,
     /// The same tree was tested earlier in the run: this is that result, not a new run.
@@ -151,6 +190,7 @@ impl TestResult {
     /// from the output, as far as `runner`'s output names them.
     pub fn read(plan: &TestPlan, output: &str, ended: Ended, cases: Option<Vec<Case>>) -> Self {
         let parsed = parse_output(output);
+        let named_by_report = cases.is_some();
         let cases = cases.or_else(|| {
             // Names read from the output count only if they are all of them: the runner's own
             // totals must agree (pytest -q names failures alone, say).
@@ -195,6 +235,8 @@ impl TestResult {
             vanished_uncounted: 0,
             matched_by_count: Vec::new(),
             checked: Checked::ByExitCode,
+            named_by_report,
+            runner: plan.runner,
             tail: tail(output, TAIL_LINES, TAIL_BYTES),
             cached: false,
         }
@@ -227,6 +269,8 @@ impl TestResult {
             vanished_uncounted: 0,
             matched_by_count: Vec::new(),
             checked: Checked::ByExitCode,
+            named_by_report: false,
+            runner: Runner::Other,
             tail: why.to_string(),
             cached: false,
         }
@@ -275,12 +319,6 @@ impl TestResult {
     /// tests before any change.
     pub fn exit_code_only(&self) -> bool {
         self.checked == Checked::ByExitCode
-    }
-
-    /// Why this result, taken before any change, shows that the test command cannot be used
-    /// at all: no tokens should be spent on a run whose tests cannot speak.
-    pub fn unusable(&self) -> Option<String> {
-        detect::unusable(self)
     }
 }
 

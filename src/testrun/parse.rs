@@ -48,7 +48,7 @@ fn patterns() -> &'static Patterns {
         Patterns {
             pytest_failed: re(r"^(?:FAILED|ERROR) ([^\s(]\S*)(?: - (.*))?$"),
             pytest_counts: re(r"\b\d+ (?:passed|failed|errors?|skipped)\b"),
-            unittest_failed: re(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)"),
+            unittest_failed: re(r"^(?:FAIL|ERROR): ([\w.]+) \(([\w.]+)\)"),
             unittest_ran: re(r"^Ran (\d+) tests? in "),
             unittest_verdict: re(r"^(?:OK|FAILED)(?: \((.*)\))?$"),
             cargo_failed: re(r"^test (\S+) \.\.\. FAILED$"),

@@ -419,6 +419,16 @@ impl<'a> TreeTester<'a> {
         overlay: Option<&Path>,
     ) -> Result<crate::sandbox::RawRun, VerifyError> {
         let mut extra = vec![("PYTHONNOUSERSITE".to_string(), "1".to_string())];
+        if !self.setup.plan.python_path.is_empty() {
+            let dirs: Vec<String> = self
+                .setup
+                .plan
+                .python_path
+                .iter()
+                .map(|dir| room.path().join(dir).display().to_string())
+                .collect();
+            extra.push(("PYTHONPATH".into(), dirs.join(":")));
+        }
         let mut writable = vec![room.path().to_path_buf(), dirs.root.clone()];
         if let Some(cache) = cache {
             extra.push(("CARGO_TARGET_DIR".into(), cache.display().to_string()));
