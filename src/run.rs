@@ -264,7 +264,12 @@ fn answer_before_checkout(
     };
     progress(&format!("tests before any change: {}", result.summary()));
     let outcome = match plan.tests.cannot_run(&result) {
-        Some(why) => Outcome::TestsCannotRun(why),
+        Some(why) => {
+            progress(&format!(
+                "the tests cannot run, so no model is called: {why}"
+            ));
+            Outcome::TestsCannotRun(why)
+        }
         None if result.passed => {
             let entry = Tested {
                 identity: plan.tested_as.clone(),
@@ -500,6 +505,20 @@ fn work(
     };
     let mut result = runtime.block_on(agent.run(&plan.task, &tools));
     result.process_time = sandbox.busy();
+    let files = match verifier.inventory_size() {
+        0 => Vec::new(),
+        _ => crate::workspace::tree_files(&plan.repo, plan.base.id).unwrap_or_default(),
+    };
+    let not_run = verifier.python_files_not_run(&files);
+    if !not_run.is_empty() {
+        let note = format!(
+            "protected, not run by `{}`: {}",
+            plan.tests.label,
+            not_run.join(", ")
+        );
+        progress(&note);
+        plan.notes.push(note);
+    }
     Ok((result, sandbox.describe()))
 }
 

@@ -10,6 +10,7 @@ mod eval;
 mod evals;
 mod fix;
 mod hook;
+mod layouts;
 mod models;
 mod overlay;
 mod passed;

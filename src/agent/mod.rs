@@ -218,6 +218,9 @@ impl Agent<'_> {
             }
         ));
         if let Some(why) = self.verifier.plan.cannot_run(&initial) {
+            (self.progress)(&format!(
+                "the tests cannot run, so no model is called: {why}"
+            ));
             return RunResult::before_the_model(Outcome::TestsCannotRun(why), initial);
         }
         if self.only_if_failing && initial.passed {

@@ -112,9 +112,19 @@ fn detect_first(
     if tests.is_empty() {
         return None;
     }
-    if tests
-        .iter()
-        .all(|p| read(p).is_some_and(|t| is_unittest_module(&t)))
+    // unittest's discovery finds `test*.py` only, and only in packages: a `calc_test.py`, or
+    // a tests/ folder without `__init__.py`, needs a runner that runs it.
+    let discovered = |p: &&String| {
+        let (dir, name) = p.rsplit_once('/').unwrap_or(("", p));
+        let mut packages =
+            std::iter::successors(Some(dir), |d| d.rsplit_once('/').map(|(up, _)| up))
+                .filter(|d| !d.is_empty());
+        name.starts_with("test") && packages.all(|d| has(&format!("{d}/__init__.py")))
+    };
+    if tests.iter().all(discovered)
+        && tests
+            .iter()
+            .all(|p| read(p).is_some_and(|t| is_unittest_module(&t)))
     {
         return Some(Detected {
             command: TestCommand::BuiltinPython { unittest: true },
@@ -675,6 +685,35 @@ mod tests {
         assert_eq!(
             mixed.map(|d| d.command),
             Some(TestCommand::Shell("python3 -m pytest -q".into()))
+        );
+    }
+
+    #[test]
+    fn test_files_unittest_discovery_would_not_find_need_another_runner() {
+        let unit =
+            "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n";
+        let files = [("test_add.py", unit), ("mul_test.py", unit)];
+        let outside_packages = [("tests/test_add.py", unit)];
+        assert_eq!(
+            detect_in(&outside_packages, false).map(|d| d.command),
+            Some(TestCommand::BuiltinPython { unittest: false })
+        );
+        let in_packages = [
+            ("tests/__init__.py", ""),
+            ("tests/unit/__init__.py", ""),
+            ("tests/unit/test_add.py", unit),
+        ];
+        assert_eq!(
+            detect_in(&in_packages, false).map(|d| d.command),
+            Some(TestCommand::BuiltinPython { unittest: true })
+        );
+        assert_eq!(
+            detect_in(&files, true).map(|d| d.command),
+            Some(TestCommand::Shell("python3 -m pytest -q".into()))
+        );
+        assert_eq!(
+            detect_in(&files, false).map(|d| d.command),
+            Some(TestCommand::BuiltinPython { unittest: false })
         );
     }
 

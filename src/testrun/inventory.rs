@@ -54,6 +54,37 @@ impl Inventory {
         self.len() == 0
     }
 
+    /// Every name it holds: the tests, and the files or modules that did not load.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tests
+            .keys()
+            .chain(self.uncollected.iter())
+            .map(String::as_str)
+    }
+
+    /// The Python test files of `files` none of whose tests it names (`path::test` for pytest
+    /// and the built-in runner, `module.Class.test` for unittest). Empty when it names none.
+    pub fn python_files_not_run<'f>(&self, files: &'f [String]) -> Vec<&'f str> {
+        if self.tests.is_empty() && self.uncollected.is_empty() {
+            return Vec::new();
+        }
+        files
+            .iter()
+            .filter(|p| super::detect::is_python_test_file(p))
+            .filter(|path| {
+                let module = path.trim_end_matches(".py").replace('/', ".");
+                !self.names().any(|name| {
+                    name == path.as_str()
+                        || name.starts_with(&format!("{path}::"))
+                        || name == module
+                        || name.starts_with(&format!("{module}."))
+                        || name.ends_with(&format!(".{module}"))
+                })
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
     /// How later runs are held to it, at best: by name when it names tests, else by count.
     pub fn method(&self) -> Checked {
         match self.counted {

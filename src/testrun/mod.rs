@@ -189,7 +189,10 @@ impl TestResult {
     /// Reads a finished run. `cases` come from result files when the runner wrote them; else
     /// from the output, as far as `runner`'s output names them.
     pub fn read(plan: &TestPlan, output: &str, ended: Ended, cases: Option<Vec<Case>>) -> Self {
-        let parsed = parse_output(output);
+        let mut parsed = parse_output(output);
+        if parsed.counts.is_none() && plan.runner == Runner::Node {
+            parsed.counts = node_dot_counts(output);
+        }
         let named_by_report = cases.is_some();
         let cases = cases.or_else(|| {
             // Names read from the output count only if they are all of them: the runner's own
@@ -203,9 +206,6 @@ impl TestResult {
         });
         let mut failing = parsed.failing;
         let mut counts = parsed.counts;
-        if counts.is_none() && plan.runner == Runner::Node {
-            counts = node_dot_counts(output);
-        }
         if let Some(cases) = &cases {
             counts = Some(Counts::of(cases));
             for case in cases.iter().filter(|c| c.status.is_failure()) {

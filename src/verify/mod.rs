@@ -158,6 +158,15 @@ impl<'a> Verifier<'a> {
         Ok(result)
     }
 
+    /// The Python test files of `files` (the base's) that the inventory names no test of:
+    /// protected, yet not run by the test command.
+    pub fn python_files_not_run<'f>(&self, files: &'f [String]) -> Vec<&'f str> {
+        self.inventory
+            .borrow()
+            .as_ref()
+            .map_or(Vec::new(), |i| i.python_files_not_run(files))
+    }
+
     /// How many tests the inventory holds (0 when no names could be read).
     pub fn inventory_size(&self) -> usize {
         self.inventory.borrow().as_ref().map_or(0, Inventory::len)

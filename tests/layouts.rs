@@ -1,0 +1,414 @@
+//! Real project layouts: the inventory is held by name, by count or by exit code as each
+//! runner's output allows; a src layout and tox.ini are read as their users have them; tests
+//! that cannot run stop before any model call, saying why and how to fix it.
+
+use crate::common::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const UNIT_ADD: &str = "import unittest\nfrom calc import add\n\n\nclass TestAdd(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n";
+const UNIT_MUL: &str = "import unittest\nfrom calc import multiply\n\n\nclass TestMul(unittest.TestCase):\n    def test_mul(self):\n        self.assertEqual(multiply(4, 5), 20)\n";
+
+/// calc.py whose add() subtracts, with unittest tests: add's alone, or multiply's too (which
+/// passes before any change).
+fn unittest_calc(env: &TestEnv, name: &str, with_passing: bool) -> PathBuf {
+    let mut files = vec![("calc.py", CALC), ("test_calc.py", UNIT_ADD)];
+    if with_passing {
+        files.push(("test_mul.py", UNIT_MUL));
+    }
+    env.repo(name, &files)
+}
+
+/// One reply that replaces calc.py with `content`, then the end of the turn.
+fn rewrite_calc(content: &str) -> Value {
+    json!([
+        calls(
+            "Rewrite.",
+            vec![tool(
+                "w",
+                "write_file",
+                json!({"path": "calc.py", "content": content})
+            )]
+        ),
+        end_turn("Done.")
+    ])
+}
+
+/// A "fix" that makes every test that calls add() skip itself instead of failing.
+const CALC_SKIPS: &str = "import unittest\n\n\ndef add(a, b):\n    raise unittest.SkipTest('later')\n\n\ndef multiply(a, b):\n    return a * b\n";
+
+/// `fix --json` with `replies`; the exit code and the JSON report.
+fn fix_json(
+    env: &TestEnv,
+    repo: &Path,
+    branch: &str,
+    replies: Value,
+    extra: &[&str],
+) -> (i32, Value) {
+    let script = env.script(&format!("{}.json", branch.replace('/', "-")), replies);
+    let mut args = vec!["--json", "--max-turns", "2"];
+    args.extend_from_slice(extra);
+    let out = env.fix(repo, &script, branch, &args);
+    let json: Value = serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&out), stderr(&out)));
+    (code(&out), json)
+}
+
+#[test]
+fn unittest_passes_a_correct_fix_and_catches_a_skip_whatever_its_verbosity() {
+    let env = TestEnv::new();
+    let commands = [
+        ("python3 -m unittest", "by count"),
+        ("python3 -m unittest -q", "by count"),
+        ("python3 -m unittest -v", "by name"),
+        ("python3 -m unittest -q test_calc", "by count"),
+        ("python3 -m unittest test_calc test_mul", "by count"),
+    ];
+    for (i, (command, how)) in commands.into_iter().enumerate() {
+        for with_passing in [false, true] {
+            if command.ends_with("test_mul") && !with_passing {
+                continue;
+            }
+            let story = format!("{command} (a passing test too: {with_passing})");
+            let repo = unittest_calc(&env, &format!("u{i}{with_passing}"), with_passing);
+            let flags = ["--test-cmd", command];
+            let (code, fixed) =
+                fix_json(&env, &repo, "agent/fix", rewrite_calc(CALC_FIXED), &flags);
+            assert_eq!(code, 0, "{story}: a correct fix passes: {}", fixed["tests"]);
+            let checked = fixed["tests"]["inventory_checked"].as_str().unwrap();
+            let expected = if with_passing || how == "by name" {
+                how
+            } else {
+                checked
+            };
+            assert_eq!(checked, expected, "{story}");
+            let (code, dodged) =
+                fix_json(&env, &repo, "agent/skip", rewrite_calc(CALC_SKIPS), &flags);
+            assert_eq!(
+                code, 1,
+                "{story}: a test skipped by the code is no pass: {}",
+                dodged["tests"]
+            );
+            assert!(
+                dodged["tests"]["summary"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("1 vanished"),
+                "{story}: {}",
+                dodged["tests"]
+            );
+        }
+    }
+}
+
+#[test]
+fn node_and_make_and_a_silent_script_are_held_as_far_as_their_output_allows() {
+    let env = TestEnv::new();
+    let test = "const { test } = require('node:test');\nconst assert = require('node:assert');\n\
+        const { add } = require('./calc');\ntest('adds', () => assert.strictEqual(add(2, 3), 5));\n\
+        test('adds zero', () => assert.strictEqual(add(0, 0), 0));\n";
+    let js = env.repo(
+        "js",
+        &[
+            ("calc.js", "exports.add = (a, b) => a - b;\n"),
+            ("calc.test.js", test),
+        ],
+    );
+    let fixed = "exports.add = (a, b) => a + b;\n";
+    // The code ends the process before any test ran: nothing is counted.
+    let quits = "process.exit(0);\nexports.add = (a, b) => a + b;\n";
+    let write = |content: &str| {
+        json!([
+            calls(
+                "Rewrite.",
+                vec![tool(
+                    "w",
+                    "write_file",
+                    json!({"path": "calc.js", "content": content})
+                )]
+            ),
+            end_turn("Done.")
+        ])
+    };
+    for (command, how) in [
+        ("node --test", "by name"),
+        ("node --test --test-reporter=dot", "by count"),
+    ] {
+        let flags = ["--test-cmd", command];
+        let branch = |name: &str| format!("agent/{name}-{}", how.replace(' ', "-"));
+        let (code, json) = fix_json(&env, &js, &branch("node"), write(fixed), &flags);
+        assert_eq!(code, 0, "{command}: {}", json["tests"]);
+        assert_eq!(json["tests"]["inventory_checked"], how, "{command}");
+        let (code, json) = fix_json(&env, &js, &branch("quit"), write(quits), &flags);
+        assert_eq!(
+            code, 1,
+            "{command}: a run that ran no test is no pass: {}",
+            json["tests"]
+        );
+    }
+
+    let make = env.repo(
+        "make",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", UNIT_ADD),
+            ("test_mul.py", UNIT_MUL),
+            ("Makefile", "test:\n\tpython3 -m unittest\n"),
+        ],
+    );
+    let (code, json) = fix_json(
+        &env,
+        &make,
+        "agent/make",
+        rewrite_calc(CALC_FIXED),
+        &["--test-cmd", "make test"],
+    );
+    assert_eq!(code, 0, "{}", json["tests"]);
+    let (code, json) = fix_json(
+        &env,
+        &make,
+        "agent/make-skip",
+        rewrite_calc(CALC_SKIPS),
+        &["--test-cmd", "make test"],
+    );
+    assert_eq!(
+        code, 1,
+        "make test: the skip shows in unittest's counts: {}",
+        json["tests"]
+    );
+
+    // A script that prints nothing: its exit code is all there is, and the report says so.
+    let silent = env.repo(
+        "silent",
+        &[
+            ("calc.py", CALC),
+            (
+                "check.sh",
+                "python3 -c 'import calc; assert calc.add(2, 3) == 5' 2>/dev/null\n",
+            ),
+        ],
+    );
+    let (code, json) = fix_json(
+        &env,
+        &silent,
+        "agent/sh",
+        rewrite_calc(CALC_FIXED),
+        &["--test-cmd", "sh check.sh"],
+    );
+    assert_eq!(code, 0, "{}", json["tests"]);
+    assert_eq!(json["tests"]["inventory_checked"], "by exit code");
+}
+
+#[test]
+fn a_src_layout_with_tox_ini_is_tested_as_an_editable_install_would_have_it() {
+    let env = TestEnv::new();
+    let tox = "[tox]\nenvlist = py\n\n[testenv]\ndeps =\n    pytest\n    pytest-agentgit-absent-plugin\n\
+        setenv =\n    CALC_MODE = strict\ncommands =\n    pytest --basetemp={envtmpdir} -p no:agentgit {posargs}\n";
+    let repo = env.repo(
+        "srclayout",
+        &[
+            ("pyproject.toml", "[project]\nname = \"calc\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n"),
+            ("tox.ini", tox),
+            ("src/calc/__init__.py", CALC),
+            ("tests/test_calc.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"),
+        ],
+    );
+    let write = json!([
+        calls(
+            "Fix.",
+            vec![tool(
+                "e",
+                "edit_file",
+                json!({"path": "src/calc/__init__.py", "old_text": "a - b", "new_text": "a + b"})
+            )]
+        ),
+        end_turn("Done.")
+    ]);
+    let script = env.script("src.json", write);
+    let out = env
+        .fix_cmd(&repo, &script, "agent/src", &["--json"])
+        .env("PATH", pytest_path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}\n{}", stdout(&out), stderr(&out));
+    let json: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let rules = json["tests"]["rules"].to_string();
+    assert!(
+        rules.contains("src layout: the tests import `calc`"),
+        "{rules}"
+    );
+    assert!(
+        rules.contains(
+            "not tox.ini's commands: tox.ini's commands need pytest-agentgit-absent-plugin"
+        ),
+        "{rules}"
+    );
+    assert!(
+        stderr(&out).contains("agent-git: tests: `python3 -m pytest -q`"),
+        "{}",
+        stderr(&out)
+    );
+    let (passed, output) = export_and_test(
+        &env,
+        &repo,
+        "agent/src",
+        "PYTHONPATH=src python3 -m pytest -q",
+        &pytest_path(),
+    );
+    assert!(
+        passed,
+        "the exported branch passes for whoever runs it: {output}"
+    );
+}
+
+/// `fix --json` on `repo` with a script that has no reply at all: any model call would end the
+/// run as a model error.
+fn stops_before_the_model(env: &TestEnv, repo: &Path, extra: &[&str], says: &str) {
+    stops_before_the_model_with(env, repo, extra, says, |_| {});
+}
+
+fn stops_before_the_model_with(
+    env: &TestEnv,
+    repo: &Path,
+    extra: &[&str],
+    says: &str,
+    adjust: impl FnOnce(&mut std::process::Command),
+) {
+    let script = env.script("none.json", json!([]));
+    let mut args = vec!["--json"];
+    args.extend_from_slice(extra);
+    let mut cmd = env.fix_cmd(repo, &script, "agent/never", &args);
+    cmd.env("PATH", pytest_path());
+    adjust(&mut cmd);
+    let out = cmd.output().unwrap();
+    let story = format!("{extra:?}: {}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(code(&out), 4, "{story}");
+    let json: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(json["outcome"], "tests-cannot-run", "{story}");
+    assert_eq!(json["branch"], Value::Null, "{story}");
+    let reason = json["reason"].as_str().unwrap();
+    assert!(reason.contains(says), "{story}");
+    assert!(
+        stderr(&out).contains(&format!(
+            "the tests cannot run, so no model is called: {reason}"
+        )),
+        "{story}"
+    );
+    assert_eq!(
+        env.git(repo, &["branch", "--list", "agent/*"]),
+        "",
+        "no branch is kept"
+    );
+}
+
+#[test]
+fn tests_that_cannot_run_stop_before_any_model_call_with_the_fix() {
+    let env = TestEnv::new();
+    let missing_dependency = env.repo(
+        "dep",
+        &[
+            ("requirements.txt", "agentgit-absent-dependency>=1.0\n"),
+            ("calc.py", "import agentgit_absent_dependency\n"),
+            ("tests/test_a.py", "import unittest\nimport calc\n\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n"),
+            ("tests/test_b.py", "import unittest\nimport calc\n\n\nclass U(unittest.TestCase):\n    def test_b(self):\n        pass\n"),
+        ],
+    );
+    stops_before_the_model(
+        &env,
+        &missing_dependency,
+        &[],
+        "a dependency the project declares",
+    );
+    stops_before_the_model(
+        &env,
+        &missing_dependency,
+        &["--test-cmd", "python3 -m pytest -q"],
+        "ModuleNotFoundError: No module named 'agentgit_absent_dependency'",
+    );
+
+    let calc = env.calc_repo();
+    stops_before_the_model(
+        &env,
+        &calc,
+        &["--test-cmd", "sh ../run-tests.sh"],
+        "names `../run-tests.sh`",
+    );
+    stops_before_the_model(
+        &env,
+        &calc,
+        &["--test-cmd", "env PATH=/usr/bin:/bin python3 -m pytest -q"],
+        "pytest is not installed",
+    );
+
+    let broken_test = env.repo(
+        "syntax",
+        &[
+            ("calc.py", CALC),
+            (
+                "test_calc.py",
+                "from calc import add\n\ndef test_add(:\n    assert add(2, 3) == 5\n",
+            ),
+        ],
+    );
+    stops_before_the_model(
+        &env,
+        &broken_test,
+        &["--test-cmd", "python3 -m pytest -q"],
+        "in test_calc.py: a test file",
+    );
+
+    let node = env.repo(
+        "mocha",
+        &[
+            (
+                "package.json",
+                r#"{"name": "calc", "private": true, "scripts": {"test": "mocha"}}"#,
+            ),
+            ("calc.js", "exports.add = (a, b) => a - b;\n"),
+        ],
+    );
+    stops_before_the_model(&env, &node, &[], "`mocha`, which is not installed");
+
+    let crate_dir = env.repo(
+        "crate",
+        &[
+            ("Cargo.toml", "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dev-dependencies]\nagent-git-absent-crate = \"1\"\n"),
+            ("src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 { a - b }\n"),
+        ],
+    );
+    // The user's own toolchain and registry cache, where the crate is not.
+    let home = std::env::var("HOME").unwrap();
+    stops_before_the_model_with(&env, &crate_dir, &[], "Run `cargo fetch`", |cmd| {
+        cmd.env("HOME", &home);
+    });
+}
+
+#[test]
+fn a_test_file_the_command_does_not_run_is_named_in_the_report() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "unrun",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", UNIT_ADD),
+            ("mul_test.py", UNIT_MUL),
+        ],
+    );
+    let script = env.script("unrun.json", rewrite_calc(CALC_FIXED));
+    let out = env.fix(
+        &repo,
+        &script,
+        "agent/unrun",
+        &["--test-cmd", "python3 -m unittest"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let note = "protected, not run by `python3 -m unittest`: mul_test.py";
+    assert!(env.message(&repo, "agent/unrun").contains(note));
+    // Detected, the command runs it.
+    let script = env.script("detected.json", rewrite_calc(CALC_FIXED));
+    let out = env.fix(&repo, &script, "agent/detected", &[]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report = env.message(&repo, "agent/detected");
+    assert!(!report.contains("not run by"), "{report}");
+    assert!(report.contains("2 passed, 0 failed"), "{report}");
+}
