@@ -61,7 +61,8 @@ pub fn tests_for_plan(
     plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
     let files = tree_files(repo, commit)?;
-    let modules = &facts(&files, python).modules;
+    let venv = project_venv(repo.workdir());
+    let modules = &facts(&files, python, venv.as_deref()).modules;
     tests_with_files(repo, commit, &files, settings, modules, plan)
 }
 
@@ -77,11 +78,48 @@ pub fn plan_at(
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let none = PythonFacts::default();
+    let venv = project_venv(repo.workdir());
     let python = match settings.test_cmd {
-        None => facts(&files, python),
+        None => facts(&files, python, venv.as_deref()),
         Some(_) => &none,
     };
-    test_plan(&files, &read, settings, python)
+    let mut plan = test_plan(&files, &read, settings, python)?;
+    node_environment(&mut plan, &files, repo.workdir());
+    if let Some(venv) = venv.filter(|_| files.iter().any(|p| p.ends_with(".py"))) {
+        plan.rules.push(format!(
+            "venv: {} in your checkout, not active here, is the tests' python3 (read-only)",
+            venv.file_name()
+                .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+        ));
+        plan.venv = Some(venv);
+    }
+    Ok(plan)
+}
+
+/// A Node project's packages as the user installed them in the checkout: the tree the tests
+/// run in has only what is committed, and no network to install anything.
+fn node_environment(plan: &mut TestPlan, files: &[String], workdir: Option<&std::path::Path>) {
+    let tracked = |p: &str| {
+        files
+            .iter()
+            .any(|f| f == p || f.starts_with(&format!("{p}/")))
+    };
+    if !tracked("package.json") || tracked("node_modules") || plan.setup.is_some() {
+        return;
+    }
+    let Some(installed) = workdir
+        .map(|w| w.join("node_modules"))
+        .and_then(|dir| dir.canonicalize().ok())
+        .filter(|dir| dir.is_dir())
+    else {
+        return;
+    };
+    plan.rules.push(
+        "node_modules: the packages installed in your checkout, read-only, through NODE_PATH \
+         and PATH (a fresh checkout needs `npm ci`)"
+            .into(),
+    );
+    plan.node_modules = Some(installed);
 }
 
 /// What `plan` calls for: the protection of its runner and the writable directories.
@@ -125,15 +163,43 @@ fn tests_with_files(
     })
 }
 
-/// What python3 brings, asked once; nothing for a tree without Python files.
-fn facts<'p>(files: &[String], python: &'p mut Option<PythonFacts>) -> &'p PythonFacts {
+/// The virtualenv in the user's checkout (`.venv` or `venv`) when none is active: the one
+/// the project's tests are run with.
+fn project_venv(workdir: Option<&std::path::Path>) -> Option<PathBuf> {
+    if std::env::var_os("VIRTUAL_ENV").is_some() {
+        return None;
+    }
+    let workdir = workdir?.canonicalize().ok()?;
+    let venv = [".venv", "venv"]
+        .iter()
+        .map(|name| workdir.join(name))
+        .find(|dir| dir.join("pyvenv.cfg").is_file() && dir.join("bin/python3").exists())?;
+    // A PATH that already leads to it (a venv activated by hand, without VIRTUAL_ENV).
+    let on_path = std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .any(|entry| {
+            std::path::Path::new(entry)
+                .canonicalize()
+                .is_ok_and(|p| p.starts_with(&venv))
+        });
+    (!on_path).then_some(venv)
+}
+
+/// What python3 brings, asked once; nothing for a tree without Python files. `venv` is the
+/// checkout's own virtualenv, whose python3 the tests use.
+fn facts<'p>(
+    files: &[String],
+    python: &'p mut Option<PythonFacts>,
+    venv: Option<&std::path::Path>,
+) -> &'p PythonFacts {
     static NONE: PythonFacts = PythonFacts {
         pytest: false,
         modules: Vec::new(),
         distributions: Vec::new(),
     };
     if files.iter().any(|p| p.ends_with(".py")) {
-        python.get_or_insert_with(python_facts)
+        python.get_or_insert_with(|| python_facts(venv))
     } else {
         &NONE
     }
@@ -251,9 +317,10 @@ except Exception:
 print('\\n'.join(sorted(n for n in names if n.isidentifier())))
 ";
 
-/// Asks the `python3` on PATH; nothing when there is none.
-pub fn python_facts() -> PythonFacts {
-    let out = std::process::Command::new("python3")
+/// Asks the `python3` on PATH, or `venv`'s; nothing when there is none.
+pub fn python_facts(venv: Option<&std::path::Path>) -> PythonFacts {
+    let python = venv.map_or(PathBuf::from("python3"), |v| v.join("bin/python3"));
+    let out = std::process::Command::new(python)
         .args(["-c", PYTHON_FACTS])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -412,3 +412,119 @@ fn a_test_file_the_command_does_not_run_is_named_in_the_report() {
     assert!(!report.contains("not run by"), "{report}");
     assert!(report.contains("2 passed, 0 failed"), "{report}");
 }
+
+#[test]
+fn the_packages_installed_in_the_checkout_are_what_the_node_tests_use() {
+    let env = TestEnv::new();
+    let test = "const { test } = require('node:test');\nconst assert = require('node:assert');\n\
+        const { twice } = require('twice-lib');\nconst { add } = require('./calc');\n\
+        test('adds', () => assert.strictEqual(add(2, 3), twice(2.5)));\n";
+    let repo = env.repo(
+        "installed",
+        &[
+            (".gitignore", "node_modules/\n"),
+            (
+                "package.json",
+                r#"{"name": "calc", "private": true, "scripts": {"test": "run-node-tests"}}"#,
+            ),
+            ("calc.js", "exports.add = (a, b) => a - b;\n"),
+            ("calc.test.js", test),
+        ],
+    );
+    // What `npm install` would have left: a library and a tool on node_modules/.bin.
+    let modules = repo.join("node_modules");
+    std::fs::create_dir_all(modules.join("twice-lib")).unwrap();
+    std::fs::create_dir_all(modules.join(".bin")).unwrap();
+    std::fs::write(
+        modules.join("twice-lib/index.js"),
+        "exports.twice = (x) => 2 * x;\n",
+    )
+    .unwrap();
+    let tool = modules.join(".bin/run-node-tests");
+    std::fs::write(&tool, "#!/bin/sh\nexec node --test\n").unwrap();
+    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let before = UserState::capture(&env, &repo);
+    let fix = json!([
+        calls("Fix.", vec![tool_call_edit("calc.js", "a - b", "a + b")]),
+        end_turn("Done.")
+    ]);
+    let (code, json) = fix_json(&env, &repo, "agent/installed", fix, &[]);
+    assert_eq!(code, 0, "{json}");
+    assert!(
+        json["tests"]["rules"]
+            .to_string()
+            .contains("node_modules: the packages installed in your checkout"),
+        "{}",
+        json["tests"]["rules"]
+    );
+    assert_eq!(
+        UserState::capture(&env, &repo),
+        before,
+        "the checkout is untouched"
+    );
+}
+
+fn tool_call_edit(path: &str, old: &str, new: &str) -> Value {
+    tool(
+        "e",
+        "edit_file",
+        json!({"path": path, "old_text": old, "new_text": new}),
+    )
+}
+
+#[test]
+fn a_venv_in_the_checkout_with_an_editable_install_is_used_but_imports_the_branchs_code() {
+    let env = TestEnv::new();
+    let test = "import unittest\n\nimport venv_only_helper\nfrom calc import add\n\n\n\
+        class TestAdd(unittest.TestCase):\n    def test_add(self):\n        \
+        self.assertEqual(add(2, 3), venv_only_helper.FIVE)\n";
+    let repo = env.repo(
+        "venvproject",
+        &[
+            (".gitignore", ".venv/\n"),
+            ("requirements.txt", "venv-only-helper\n"),
+            ("src/calc/__init__.py", CALC),
+            ("tests/__init__.py", ""),
+            ("tests/test_calc.py", test),
+        ],
+    );
+    // What `python3 -m venv .venv && pip install -e . venv-only-helper` leaves: a dependency
+    // in site-packages and a path entry that points at the checkout's own src/.
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip", ".venv"])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let site = std::fs::read_dir(repo.join(".venv/lib"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("site-packages");
+    std::fs::write(site.join("venv_only_helper.py"), "FIVE = 5\n").unwrap();
+    let src = repo.canonicalize().unwrap().join("src");
+    std::fs::write(
+        site.join("__editable__.calc.pth"),
+        format!("{}\n", src.display()),
+    )
+    .unwrap();
+    let fix = json!([
+        calls(
+            "Fix.",
+            vec![tool_call_edit("src/calc/__init__.py", "a - b", "a + b")]
+        ),
+        end_turn("Done.")
+    ]);
+    let (code, json) = fix_json(&env, &repo, "agent/venv", fix, &[]);
+    assert_eq!(code, 0, "{json}");
+    let rules = json["tests"]["rules"].to_string();
+    assert!(rules.contains("venv: .venv in your checkout"), "{rules}");
+    assert!(rules.contains("src layout"), "{rules}");
+    // The checkout's own src/ still subtracts: the pass is the branch's code.
+    assert_eq!(
+        std::fs::read_to_string(repo.join("src/calc/__init__.py")).unwrap(),
+        CALC
+    );
+}

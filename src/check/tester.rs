@@ -172,7 +172,7 @@ fn verdict_of(plan: &TestPlan, result: TestResult) -> Verdict {
 pub fn identity(plan: &TestPlan, settings: &Settings, sandbox: Mode) -> String {
     let mut text = format!(
         "agent-git {}\ncommand: {:?}\nrunner: {:?}\nsetup: {:?}\ntimeout: {}\nprotect: {:?}\n\
-         allow-write: {:?}\npython-path: {:?}\n",
+         allow-write: {:?}\npython-path: {:?}\nnode-modules: {:?}\nvenv: {:?}\n",
         env!("CARGO_PKG_VERSION"),
         plan.command,
         plan.runner,
@@ -181,6 +181,8 @@ pub fn identity(plan: &TestPlan, settings: &Settings, sandbox: Mode) -> String {
         settings.protect,
         settings.allow_write,
         plan.python_path,
+        plan.node_modules,
+        plan.venv,
     );
     // Unconfined tests may pass where confined ones fail (a network call, say).
     if sandbox == Mode::Off {

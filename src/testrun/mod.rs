@@ -48,6 +48,11 @@ pub struct TestPlan {
     /// Folders of the tree put first on PYTHONPATH for the tests (a src layout's `src`), as an
     /// editable install would put them on the path.
     pub python_path: Vec<String>,
+    /// The user's installed `node_modules` (outside the tree the tests run in), which they may
+    /// read: resolved through NODE_PATH, its tools on PATH.
+    pub node_modules: Option<std::path::PathBuf>,
+    /// The virtualenv of the user's checkout, not active here: its bin first on PATH.
+    pub venv: Option<std::path::PathBuf>,
     /// The rules that chose the command and its environment, in words: said at the start of
     /// every run and in the report.
     pub rules: Vec<String>,
@@ -65,6 +70,8 @@ impl TestPlan {
             timeout,
             setup: None,
             python_path: Vec::new(),
+            node_modules: None,
+            venv: None,
             rules: Vec::new(),
             facts: TreeFacts::default(),
         }
@@ -78,6 +85,8 @@ impl TestPlan {
             runner: detected.runner,
             setup: None,
             python_path: Vec::new(),
+            node_modules: None,
+            venv: None,
             rules: std::iter::once(format!("test command from {}", detected.source))
                 .chain(detected.passed_over)
                 .collect(),

@@ -231,7 +231,9 @@ impl<'a> TreeTester<'a> {
         .chain(private_files.iter().map(PathBuf::as_path))
         .filter_map(|p| p.canonicalize().ok())
         .collect();
-        let shown = toolchain_paths(std::env::vars(), &hidden);
+        let mut shown = toolchain_paths(std::env::vars(), &hidden);
+        shown.extend(setup.plan.node_modules.iter().cloned());
+        shown.extend(setup.plan.venv.iter().cloned());
         Ok(TreeTester {
             setup,
             room: RefCell::new(room),
@@ -459,6 +461,18 @@ impl<'a> TreeTester<'a> {
         }
         if matches!(self.setup.plan.runner, Runner::Node | Runner::Other) {
             extra.push(("npm_config_update_notifier".into(), "false".into()));
+        }
+        let mut path = std::env::var("PATH").unwrap_or_default();
+        if let Some(modules) = &self.setup.plan.node_modules {
+            extra.push(("NODE_PATH".into(), modules.display().to_string()));
+            path = format!("{}:{path}", modules.join(".bin").display());
+        }
+        if let Some(venv) = &self.setup.plan.venv {
+            extra.push(("VIRTUAL_ENV".into(), venv.display().to_string()));
+            path = format!("{}:{path}", venv.join("bin").display());
+        }
+        if self.setup.plan.node_modules.is_some() || self.setup.plan.venv.is_some() {
+            extra.push(("PATH".into(), path));
         }
         writable.extend(self.setup.sandbox.allowed_writes().iter().cloned());
         let read_only = match room.current_tree() {
