@@ -272,6 +272,7 @@ fn answer_before_checkout(
         }
         None if result.passed => {
             let entry = Tested {
+                detail: None,
                 identity: plan.tested_as.clone(),
                 verdict: "passed".into(),
                 command: plan.tests.label.clone(),

@@ -528,3 +528,61 @@ fn a_venv_in_the_checkout_with_an_editable_install_is_used_but_imports_the_branc
         CALC
     );
 }
+
+#[test]
+fn the_dry_run_says_what_a_fix_would_find_and_answers_again_from_its_record() {
+    let env = TestEnv::new();
+    let repo = unittest_calc(&env, "dry", true);
+    let tests = |extra: &[&str]| {
+        let mut args = vec!["tests", "--json"];
+        args.extend_from_slice(extra);
+        let out = env.agent(&repo, &args);
+        let json: Value = serde_json::from_str(stdout(&out).trim())
+            .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+        (code(&out), json, stderr(&out))
+    };
+    let before = UserState::capture(&env, &repo);
+    let (code, first, said) = tests(&[]);
+    assert_eq!(code, 0, "some tests fail, so a fix would start: {first}");
+    assert_eq!(first["verdict"], "fails");
+    assert_eq!(first["inventory"], json!({"checked": "by name", "size": 2}));
+    assert_eq!(first["tests"]["summary"], "1 passed, 1 failed");
+    assert_eq!(first["cached"], false);
+    assert!(
+        said.contains("agent-git: tests: `python3 -m unittest discover"),
+        "{said}"
+    );
+    let (_, again, said) = tests(&[]);
+    assert_eq!(again["cached"], true, "{said}");
+    assert_eq!(again["tests"], first["tests"]);
+    let (_, fresh, _) = tests(&["--fresh"]);
+    assert_eq!(fresh["cached"], false);
+
+    let (code, counted, _) = tests(&["--test-cmd", "python3 -m unittest"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        counted["inventory"],
+        json!({"checked": "by count", "size": 2})
+    );
+    let (code, passes, _) = tests(&["--test-cmd", "true"]);
+    assert_eq!((code, passes["verdict"].as_str()), (1, Some("passes")));
+    let (code, cannot, _) = tests(&["--test-cmd", "sh ./no-such-script.sh"]);
+    assert_eq!(code, 4, "{cannot}");
+    assert!(cannot["reason"]
+        .as_str()
+        .unwrap()
+        .contains("names `./no-such-script.sh`"));
+    let (_, still, _) = tests(&["--test-cmd", "sh ./no-such-script.sh"]);
+    assert_eq!(
+        still["cached"], false,
+        "a stop for the environment is never kept"
+    );
+    assert_eq!(UserState::capture(&env, &repo), before);
+
+    let text = stdout(&env.agent(&repo, &["tests"]));
+    assert!(
+        text.contains("Inventory: 2 tests, checked by name"),
+        "{text}"
+    );
+    assert!(text.contains("A fix run would start"), "{text}");
+}

@@ -3,10 +3,12 @@
 //! checkout or the pushed refs; a fix is started in the background, never waited for.
 
 mod background;
+mod dry;
 pub mod install;
 mod tester;
 
 pub use background::{start_fix, StartedFix};
+pub use dry::{describe_dry_run, DryRun, DryVerdict};
 pub use tester::{identity, Checker};
 
 use crate::testrun::TestResult;

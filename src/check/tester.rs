@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 pub struct Checker<'r> {
-    repo: &'r Repository,
-    python: Option<PythonFacts>,
+    pub(super) repo: &'r Repository,
+    pub(super) python: Option<PythonFacts>,
     /// Started at the first tree that must be tested, with the directory its probe runs in.
     sandbox: Option<(Sandbox, tempfile::TempDir)>,
     /// Never set: a Ctrl-C during a push ends the hook, and the sandbox with it.
@@ -84,6 +84,7 @@ impl<'r> Checker<'r> {
         let verdict = verdict_of(&tests.plan, result);
         if let Verdict::Passed { summary, .. } = &verdict {
             let entry = Tested {
+                detail: None,
                 identity,
                 verdict: "passed".into(),
                 command: tests.plan.label.clone(),
@@ -99,29 +100,32 @@ impl<'r> Checker<'r> {
 
     /// One clean-room run of `tree`; an error says why the tests could not be run.
     fn run(&mut self, tree: Oid, tests: &TestsAt) -> Result<TestResult, String> {
+        self.tester(tests)?
+            .test_as_anyone(tree)
+            .map_err(|e| format!("the tests could not run: {e}"))
+    }
+
+    /// A clean room for `tests`, in the sandbox started the first time one is needed.
+    pub(super) fn tester<'t>(&'t mut self, tests: &'t TestsAt) -> Result<TreeTester<'t>, String> {
         let repo = self.repo;
         self.start_sandbox(&tests.allow_write)?;
         let Some((sandbox, _)) = &self.sandbox else {
             return Err("cannot set up the sandbox".to_string());
         };
-        let quiet = |_: &str, _: std::time::Duration| {};
         let setup = TestSetup {
             protection: &tests.protection,
             plan: &tests.plan,
             sandbox,
             interrupt: &self.interrupt,
-            waiting: &quiet,
+            waiting: &|_: &str, _: std::time::Duration| {},
         };
         let unreadable = Unreadable {
             user_workdir: repo.workdir(),
             private_files: &[],
         };
         let objects = repo.commondir().join("objects");
-        let tester = TreeTester::new(&objects, None, setup, unreadable)
-            .map_err(|e| format!("cannot set up the clean room: {e}"))?;
-        tester
-            .test_as_anyone(tree)
-            .map_err(|e| format!("the tests could not run: {e}"))
+        TreeTester::new(&objects, None, setup, unreadable)
+            .map_err(|e| format!("cannot set up the clean room: {e}"))
     }
 
     /// Starts the sandbox the first time it is needed.

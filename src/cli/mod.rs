@@ -11,6 +11,7 @@ pub mod hook;
 pub mod runs;
 pub mod sandbox_exec;
 pub mod show;
+pub mod tests;
 pub mod transcript;
 
 use clap::{Parser, Subcommand};
@@ -68,6 +69,9 @@ pub enum Command {
     Gc(gc::GcArgs),
     /// Test a commit in a clean room; with --pre-push, what a push brings (the pre-push hook).
     Check(check::CheckArgs),
+    /// A dry run before spending on a model: the test command and why, the environment, the
+    /// inventory, and whether the tests fail, pass or cannot run.
+    Tests(tests::TestsArgs),
     /// Run an eval suite (each task N times, as ordinary runs), report results, import tasks.
     Eval(Box<eval::EvalArgs>),
     /// Install or remove agent-git's pre-push hook.
@@ -197,6 +201,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Demo(args) => demo::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Show(args) => show::run(args),
+        Command::Tests(args) => tests::run(args),
         Command::Apply(args) => apply::run(args),
         Command::Discard(args) => discard::run(args),
         Command::Transcript(args) => transcript::run(args),

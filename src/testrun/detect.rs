@@ -95,11 +95,19 @@ fn detect_first(
         ));
     }
     if has("Cargo.toml") {
-        return Some(Detected::shell(
-            "cargo test --no-fail-fast".into(),
-            Runner::Cargo,
-            "Cargo.toml",
-        ));
+        // A root package's tests alone run unless asked for every member of its workspace.
+        let workspace = read("Cargo.toml").is_some_and(|t| {
+            t.parse::<toml::Table>()
+                .is_ok_and(|table| table.contains_key("workspace") && table.contains_key("package"))
+        });
+        let (command, source) = match workspace {
+            true => (
+                "cargo test --workspace --no-fail-fast",
+                "Cargo.toml (a package with a workspace: every member)",
+            ),
+            false => ("cargo test --no-fail-fast", "Cargo.toml"),
+        };
+        return Some(Detected::shell(command.into(), Runner::Cargo, source));
     }
     if has("go.mod") {
         return Some(Detected::shell(
@@ -621,6 +629,17 @@ mod tests {
             shell(&[("Cargo.toml", "")], false),
             cmd("cargo test --no-fail-fast", Runner::Cargo)
         );
+        let workspace = "[package]\nname = \"a\"\n\n[workspace]\nmembers = [\"b\"]\n";
+        assert_eq!(
+            shell(&[("Cargo.toml", workspace)], false),
+            cmd("cargo test --workspace --no-fail-fast", Runner::Cargo),
+            "every member's tests are in the inventory"
+        );
+        assert_eq!(
+            shell(&[("Cargo.toml", "[workspace]\nmembers = [\"b\"]\n")], false),
+            cmd("cargo test --no-fail-fast", Runner::Cargo),
+            "a virtual manifest tests every member already"
+        );
         assert_eq!(
             shell(&[("go.mod", "")], false),
             cmd("go test -v ./...", Runner::Go)
@@ -676,7 +695,12 @@ mod tests {
     fn unittest_projects_use_unittest_discovery_even_with_pytest_around() {
         let unit =
             "import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        pass\n";
-        let d = detect_in(&[("test_a.py", unit), ("tests/test_b.py", unit)], true).unwrap();
+        let files = [
+            ("test_a.py", unit),
+            ("tests/__init__.py", ""),
+            ("tests/test_b.py", unit),
+        ];
+        let d = detect_in(&files, true).unwrap();
         assert_eq!(d.command, TestCommand::BuiltinPython { unittest: true });
         let mixed = detect_in(
             &[("test_a.py", unit), ("test_b.py", "import pytest\n")],

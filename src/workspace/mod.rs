@@ -22,7 +22,7 @@ pub use setup::{
     add_work_tree_here, base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
     sweep_abandoned_worktrees, tree_files, BaseInfo, SetupError, ADD_WORK_TREE,
 };
-pub use tested::{record_tested, tested, Tested, TESTED_DIR};
+pub use tested::{record_tested, recorded, tested, Tested, TESTED_DIR};
 
 use crate::guard::{changed_test_sections, Protection};
 use git2::{

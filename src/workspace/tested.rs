@@ -27,6 +27,10 @@ pub struct Tested {
     pub summary: String,
     /// The commit that was tested (one of those with this tree).
     pub commit: String,
+    /// What `agent-git tests` found, as its `--json` prints it: a later call on the same tree
+    /// and set-up prints it again instead of testing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<serde_json::Value>,
 }
 
 fn file_of(repo: &Repository, tree: Oid) -> PathBuf {
@@ -40,6 +44,13 @@ pub fn tested(repo: &Repository, tree: Oid, identity: &str) -> Option<Tested> {
     entries(repo, tree)
         .into_iter()
         .find(|t| t.identity == identity && t.verdict == "passed")
+}
+
+/// What was recorded for `tree` under `identity`, whatever the verdict.
+pub fn recorded(repo: &Repository, tree: Oid, identity: &str) -> Option<Tested> {
+    entries(repo, tree)
+        .into_iter()
+        .find(|t| t.identity == identity)
 }
 
 /// Records a pass of `tree`, replacing an older one of the same set-up. The file is written
@@ -76,6 +87,7 @@ mod tests {
 
     fn entry(identity: &str) -> Tested {
         Tested {
+            detail: None,
             identity: identity.into(),
             verdict: "passed".into(),
             command: "make test".into(),
