@@ -72,6 +72,46 @@ fn canonical(name: &str) -> String {
     }
 }
 
+/// Whether the test SWE-bench names `required` passed among the `known` tests of a run (name,
+/// passed), matched as its grading matches: the same name; else, for a name its list cut at a
+/// space (a `[` left open), every test it begins; for a path parameter it shortened to a file
+/// name, the same test with that file; for a bare function name (sympy's lists), every test of
+/// that name in any file. A match stands only when every test it takes agrees; None when none
+/// is known, or they disagree.
+fn resolve(required: &str, known: &[(&str, bool)]) -> Option<bool> {
+    let exact: Vec<bool> = known
+        .iter()
+        .filter(|(name, _)| *name == required)
+        .map(|(_, passed)| *passed)
+        .collect();
+    if !exact.is_empty() {
+        // A name both failing and passing (two runners, say) did not pass.
+        return Some(exact.iter().all(|p| *p));
+    }
+    let cut = required.matches('[').count() > required.matches(']').count();
+    let short_param = required
+        .strip_suffix(']')
+        .and_then(|r| r.split_once('['))
+        .filter(|(_, param)| !param.contains('/'));
+    let bare = !required.contains("::") && !required.contains('.') && !required.contains(' ');
+    let same = |name: &str| {
+        (cut && name.starts_with(required))
+            || short_param.is_some_and(|(stem, file)| {
+                name.strip_suffix(']')
+                    .and_then(|n| n.split_once('['))
+                    .is_some_and(|(s, p)| s == stem && p.rsplit('/').next() == Some(file))
+            })
+            || (bare && name.rsplit("::").next() == Some(required))
+    };
+    let matched: Vec<bool> = known
+        .iter()
+        .filter(|(name, _)| same(name))
+        .map(|(_, passed)| *passed)
+        .collect();
+    let first = *matched.first()?;
+    matched.iter().all(|p| *p == first).then_some(first)
+}
+
 impl RequiredCheck {
     /// Checks `required` against `fix --json`'s `tests`. A test counts as passed only when
     /// that object names it as passing: a passed outcome alone does not show that a test of
@@ -85,14 +125,20 @@ impl RequiredCheck {
         let passing = tests["passing"]
             .is_array()
             .then(|| names(&tests["passing"]));
+        // Every test the run named, and whether it passed.
+        let known: Vec<(&str, bool)> = failing
+            .iter()
+            .chain(&vanished)
+            .map(|n| (n.as_str(), false))
+            .chain(passing.iter().flatten().map(|n| (n.as_str(), true)))
+            .collect();
         let mut check = RequiredCheck::default();
         let all = required.fail_to_pass.iter().chain(&required.pass_to_pass);
         for name in all {
-            let same = canonical(name);
-            if failing.contains(&same) || vanished.contains(&same) {
-                check.failing.push(name.clone());
-            } else if !passing.as_ref().is_some_and(|p| p.contains(&same)) {
-                check.unchecked.push(name.clone());
+            match resolve(&canonical(name), &known) {
+                Some(true) => {}
+                Some(false) => check.failing.push(name.clone()),
+                None => check.unchecked.push(name.clone()),
             }
         }
         check.all_passed = if !check.failing.is_empty() {
@@ -255,6 +301,57 @@ mod required_tests {
         assert_eq!(check.all_passed, None);
         assert_eq!(check.unchecked, vec!["a", "b", "c"]);
         assert!(check.note.unwrap().contains("could not be checked"));
+    }
+
+    #[test]
+    fn names_swe_bench_cut_or_shortened_are_matched_as_its_grading_matches_them() {
+        let tests = json!({
+            "failing": ["t.py::test_str[a b]"],
+            "passing": [
+                "t.py::test_fmt[x y]",
+                "t.py::test_fmt[x z]",
+                "t.py::test_open[/tmp/run/data.txt]",
+                "sympy/core/tests/test_basic.py::test_subs",
+                "sympy/core/tests/test_expr.py::test_subs",
+                "sympy/core/tests/test_expr.py::test_args",
+                "sympy/core/tests/test_other.py::test_args",
+            ],
+            "vanished": ["sympy/core/tests/test_expr2.py::test_args"],
+        });
+        let check = |name: &str| {
+            let required = RequiredTests {
+                fail_to_pass: vec![name.into()],
+                pass_to_pass: vec![],
+            };
+            RequiredCheck::of(&required, &tests).all_passed
+        };
+        assert_eq!(
+            check("t.py::test_fmt[x"),
+            Some(true),
+            "cut at a space, both pass"
+        );
+        assert_eq!(
+            check("t.py::test_str[a"),
+            Some(false),
+            "cut at a space, it fails"
+        );
+        assert_eq!(
+            check("t.py::test_open[data.txt]"),
+            Some(true),
+            "a path as its file name"
+        );
+        assert_eq!(
+            check("test_subs"),
+            Some(true),
+            "a bare name, passing in every file"
+        );
+        assert_eq!(
+            check("test_args"),
+            None,
+            "a bare name that passed in one file, vanished in another"
+        );
+        assert_eq!(check("t.py::test_f"), None, "not cut: no prefix match");
+        assert_eq!(check("t.py::test_missing[q"), None);
     }
 
     #[test]
