@@ -429,3 +429,32 @@ pub fn interrupt(child: &std::process::Child) {
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
 }
+
+/// A PATH whose python3 runs in isolated mode (-I -S: no site-packages, so no pytest), which
+/// makes agent-git choose its built-in runner on any machine. Isolated mode also ignores
+/// PYTHONDONTWRITEBYTECODE, so a test run leaves __pycache__ behind, which must not block the
+/// next commit.
+pub fn python_without_pytest(env: &TestEnv) -> String {
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let python = bin.join("python3");
+    let real = which("python3");
+    std::fs::write(
+        &python,
+        format!("#!/bin/sh\nexec {} -I -S \"$@\"\n", real.display()),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(&python).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&python, perms).unwrap();
+    format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
+}
+
+pub fn which(program: &str) -> std::path::PathBuf {
+    std::env::var("PATH")
+        .unwrap()
+        .split(':')
+        .map(|dir| std::path::Path::new(dir).join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{program} is not on PATH"))
+}

@@ -586,3 +586,22 @@ fn the_dry_run_says_what_a_fix_would_find_and_answers_again_from_its_record() {
     );
     assert!(text.contains("A fix run would start"), "{text}");
 }
+
+#[test]
+fn tests_only_pytest_can_run_stop_with_install_pytest_when_it_is_missing() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "fixtures",
+        &[
+            ("calc.py", CALC),
+            (
+                "test_calc.py",
+                "from calc import add\n\n\ndef test_add(tmp_path):\n    assert add(2, 3) == 5\n",
+            ),
+        ],
+    );
+    let path = python_without_pytest(&env);
+    stops_before_the_model_with(&env, &repo, &[], "Install pytest", |cmd| {
+        cmd.env("PATH", &path);
+    });
+}

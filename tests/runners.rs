@@ -61,30 +61,6 @@ fn python_without_pytest_uses_the_builtin_runner() {
             ),
         ],
     );
-    // A python3 in isolated mode (-I -S: no site-packages, so no pytest) makes the choice
-    // certain on any machine; it also ignores PYTHONDONTWRITEBYTECODE, so the test run leaves
-    // __pycache__ under tests/, which must not block the next commit.
-    let bin = env.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let python = which("python3");
-    std::fs::write(
-        bin.join("python3"),
-        format!("#!/bin/sh\nexec {} -I -S \"$@\"\n", python.display()),
-    )
-    .unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut std::fs::metadata(bin.join("python3"))
-            .unwrap()
-            .permissions(),
-        0o755,
-    );
-    let mut perms = std::fs::metadata(bin.join("python3"))
-        .unwrap()
-        .permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(bin.join("python3"), perms).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-
     let fix = tool(
         "f",
         "edit_file",
@@ -100,7 +76,7 @@ fn python_without_pytest_uses_the_builtin_runner() {
             &repo,
             &["fix", "--model", &model, "--branch", "agent/py", "--json"],
         )
-        .env("PATH", path)
+        .env("PATH", python_without_pytest(&env))
         .output()
         .unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -116,13 +92,168 @@ fn python_without_pytest_uses_the_builtin_runner() {
     );
 }
 
-fn which(program: &str) -> std::path::PathBuf {
-    std::env::var("PATH")
-        .unwrap()
-        .split(':')
-        .map(|dir| std::path::Path::new(dir).join(program))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{program} is not on PATH"))
+/// A Python project run by `agent-git fix` with a model that changes nothing, where python3
+/// has no pytest: (exit code, report) of the built-in runner's verdict on the tests as they
+/// are.
+fn builtin_verdict(env: &TestEnv, files: &[(&str, &str)]) -> (i32, String) {
+    let repo = env.repo("py", files);
+    let path = python_without_pytest(env);
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/py",
+        json!([end_turn("Nothing to do.")]),
+        &["--max-turns", "1"],
+        |cmd| {
+            cmd.env("PATH", &path);
+        },
+    );
+    (run.code(), env.message(&repo, "agent/py"))
+}
+
+const TEST_MULTIPLY: &str =
+    "from calc import multiply\n\n\ndef test_multiply():\n    assert multiply(4, 5) == 20\n";
+
+#[test]
+fn the_builtin_runner_runs_star_test_files_as_pytest_does() {
+    let env = TestEnv::new();
+    let (code, report) = builtin_verdict(
+        &env,
+        &[
+            ("calc.py", CALC),
+            ("tests/test_multiply.py", TEST_MULTIPLY),
+            (
+                "tests/calc_test.py",
+                "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+            ),
+        ],
+    );
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        report.contains("Tests (built-in Python runner): 1 passed, 1 failed")
+            && report.contains("tests/calc_test.py::test_add"),
+        "{report}"
+    );
+}
+
+#[test]
+fn the_builtin_runner_runs_plain_test_classes_as_pytest_does() {
+    let env = TestEnv::new();
+    let test_calc = concat!(
+        "from calc import add\n\n\n",
+        "class TestAdd:\n",
+        "    def setup_method(self):\n",
+        "        self.two = 2\n\n",
+        "    def test_two_and_three(self):\n",
+        "        assert add(self.two, 3) == 5\n",
+    );
+    let (code, report) = builtin_verdict(
+        &env,
+        &[
+            ("calc.py", CALC),
+            ("tests/test_multiply.py", TEST_MULTIPLY),
+            ("tests/test_calc.py", test_calc),
+        ],
+    );
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        report.contains("Tests (built-in Python runner): 1 passed, 1 failed")
+            && report.contains("tests/test_calc.py::TestAdd::test_two_and_three"),
+        "{report}"
+    );
+}
+
+#[test]
+fn the_builtin_runner_fails_a_run_whose_setup_module_or_teardown_module_raises() {
+    let env = TestEnv::new();
+    let raising = |hook: &str, why: &str| {
+        format!("{TEST_MULTIPLY}\n\ndef {hook}():\n    raise RuntimeError({why:?})\n")
+    };
+    let (code, report) = builtin_verdict(
+        &env,
+        &[
+            ("calc.py", CALC_FIXED),
+            ("test_setup.py", &raising("setup_module", "no database")),
+            (
+                "test_teardown.py",
+                &raising("teardown_module", "cannot clean up"),
+            ),
+        ],
+    );
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        report.contains("Tests (built-in Python runner): 0 passed, 2 failed")
+            && report.contains("test_setup.py::test_multiply")
+            && report.contains("test_teardown.py::test_multiply"),
+        "{report}"
+    );
+}
+
+/// The built-in runner run by python3 in `files`' project, as the clean room runs it:
+/// (exit code, output, whether it wrote a results file).
+fn run_builtin_runner(files: &[(&str, &str)]) -> (i32, String, bool) {
+    let project = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let path = project.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let results = project.path().join("results.json");
+    let runner = concat!(env!("CARGO_MANIFEST_DIR"), "/src/testrun/runner.py");
+    let out = std::process::Command::new(which("python3"))
+        .args(["-I", "-S", runner])
+        .current_dir(project.path())
+        .env("AGENT_GIT_RESULTS", &results)
+        .output()
+        .unwrap();
+    (code(&out), stdout(&out) + &stderr(&out), results.exists())
+}
+
+const NEEDS_PYTEST: &str = "agent-git-runner: needs pytest: ";
+
+#[test]
+fn the_builtin_runner_stops_at_a_test_that_takes_fixtures() {
+    let (code, output, wrote_results) = run_builtin_runner(&[
+        ("test_ok.py", "def test_ok():\n    pass\n"),
+        (
+            "tests/test_io.py",
+            "def test_writes(tmp_path):\n    (tmp_path / 'out').write_text('x')\n",
+        ),
+    ]);
+    let why = "tests/test_io.py::test_writes takes fixture arguments (tmp_path)";
+    let stopped = (5, format!("{NEEDS_PYTEST}{why}\n"), false);
+    assert_eq!((code, output, wrote_results), stopped);
+}
+
+#[test]
+fn the_builtin_runner_stops_at_what_only_pytest_honours() {
+    let test_ok = ("test_ok.py", "def test_ok():\n    pass\n");
+    let parametrized = concat!(
+        "import pytest\n\n\n",
+        "@pytest.mark.parametrize('n', [1, 2])\n",
+        "def test_n(n):\n",
+        "    assert n\n",
+    );
+    for (file, why) in [
+        (
+            ("conftest.py", "import os\n"),
+            "conftest.py: pytest loads conftest.py files (fixtures, hooks, plugins)",
+        ),
+        (
+            ("test_n.py", parametrized),
+            "test_n.py imports pytest (line 1)",
+        ),
+        (
+            (
+                "pyproject.toml",
+                "[tool.pytest.ini_options]\naddopts = \"-W error\"\n",
+            ),
+            "pyproject.toml has pytest settings ([tool.pytest.ini_options])",
+        ),
+    ] {
+        let (code, output, wrote_results) = run_builtin_runner(&[test_ok, file]);
+        let stopped = (5, format!("{NEEDS_PYTEST}{why}\n"), false);
+        assert_eq!((code, output, wrote_results), stopped);
+    }
 }
 
 /// A real fix, in the default sandbox, with the runner users have: each project fixed, every

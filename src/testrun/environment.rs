@@ -103,6 +103,9 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(|w| w.to_lowercase().replace('-', "_"))
 }
 
+/// How the built-in runner says it found a test only pytest can run (it exits 5, no verdict).
+const NEEDS_PYTEST: &str = "agent-git-runner: needs pytest: ";
+
 struct Signs {
     missing_module: Regex,
     file_line: Regex,
@@ -159,6 +162,14 @@ pub fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     };
     if let Some(why) = node_modules_missing(result) {
         return Some(why);
+    }
+    if let Some(what) = output.lines().find_map(|l| l.strip_prefix(NEEDS_PYTEST)) {
+        return Some(format!(
+            "{what}: the built-in runner, used because pytest is not installed, cannot run these \
+             tests as pytest would, and a pass it gave could fail under pytest. Install pytest \
+             for the python3 the tests run with (`python3 -m pip install pytest`, or in the \
+             project's venv), or set the command with `git config agent-git.testCmd CMD`"
+        ));
     }
     match result.exit_code {
         Some(126) => return fixed("the test command is not executable (exit 126)"),
@@ -280,20 +291,9 @@ fn protected_syntax_error(output: &str) -> Option<String> {
 /// (a src layout not installed) or a dependency the project declares but that is not
 /// installed: nothing the model changes in the code can fix that.
 fn nothing_loaded(result: &TestResult, facts: &TreeFacts) -> Option<String> {
-    let counts = result.counts?;
-    if counts.passed > 0 || counts.failed == 0 {
-        return None;
-    }
-    if let Some(cases) = &result.cases {
-        let loaded = cases
-            .iter()
-            .any(|c| c.status != Status::Error && !load_failure(result, &c.name));
-        if loaded {
-            return None;
-        }
-    } else if !result.failing.iter().all(|f| load_failure(result, &f.name))
-        || result.failing.is_empty()
-    {
+    // pytest stops before any test when a conftest.py cannot be imported (exit 4).
+    let conftest = result.tail.contains("ImportError while loading conftest");
+    if !conftest && !every_module_failed_to_load(result) {
         return None;
     }
     let module = signs()
@@ -302,6 +302,7 @@ fn nothing_loaded(result: &TestResult, facts: &TreeFacts) -> Option<String> {
         .map(|c| c[1].to_string())
         .next()?;
     let first = first_line_with(&result.tail, "No module named").unwrap_or_default();
+    let first = first.trim_start_matches("E ").trim();
     let key = module.to_lowercase();
     let why = match facts.python_modules.get(&module).map(String::as_str) {
         Some("src") => format!(
@@ -323,11 +324,32 @@ fn nothing_loaded(result: &TestResult, facts: &TreeFacts) -> Option<String> {
         ),
         None => return None,
     };
+    let what = match conftest {
+        true => "a conftest.py, which every test needs, failed to load",
+        false => "every test module failed to load before any test ran",
+    };
     Some(format!(
-        "{}: every test module failed to load before any test ran, so no change to the code \
-         can make them pass. {why}",
-        first.trim()
+        "{first}: {what}, so no change to the code can make them pass. {why}"
     ))
+}
+
+/// Whether no test ran and every failure is a module that could not be imported.
+fn every_module_failed_to_load(result: &TestResult) -> bool {
+    let Some(counts) = result.counts else {
+        return false;
+    };
+    if counts.passed > 0 || counts.failed == 0 {
+        return false;
+    }
+    match &result.cases {
+        Some(cases) => cases
+            .iter()
+            .all(|c| c.status == Status::Error || load_failure(result, &c.name)),
+        None => {
+            !result.failing.is_empty()
+                && result.failing.iter().all(|f| load_failure(result, &f.name))
+        }
+    }
 }
 
 /// Whether a failing test's name or detail says its module could not be imported.
@@ -442,6 +464,28 @@ mod tests {
     }
 
     #[test]
+    fn a_conftest_that_cannot_import_a_declared_dependency_cannot_run() {
+        let output = "ImportError while loading conftest 'tests/conftest.py'.\n\
+            tests/conftest.py:7: in <module>\n    from flask import Flask\n\
+            src/flask/globals.py:6: in <module>\n    from werkzeug.local import LocalProxy\n\
+            E   ModuleNotFoundError: No module named 'werkzeug'\n";
+        let result = first_run("python3 -m pytest -q", output, 4);
+        let tree = facts(&[
+            ("src/flask/__init__.py", ""),
+            (
+                "pyproject.toml",
+                "dependencies = [\n    \"Werkzeug>=3.1.0\",\n]\n",
+            ),
+        ]);
+        let why = cannot_run(&result, &tree).expect("cannot run");
+        assert!(
+            why.starts_with("ModuleNotFoundError: No module named 'werkzeug': a conftest.py"),
+            "{why}"
+        );
+        assert!(why.contains("a dependency the project declares"), "{why}");
+    }
+
+    #[test]
     fn tests_that_run_and_fail_or_a_mix_of_loading_modules_go_on() {
         let mixed = "E.F\nERROR: tests.test_a (unittest.loader._FailedTest.tests.test_a)\n\
             ----\nModuleNotFoundError: No module named 'cachetools'\n\n\
@@ -501,6 +545,12 @@ mod tests {
                 "> x@1.0.0 test\n> mocha\n\nsh: 1: mocha: not found\n",
                 127,
                 "npm ci",
+            ),
+            (
+                "python3 agent-git-runner",
+                "agent-git-runner: needs pytest: tests/test_io.py::test_w takes fixture arguments (tmp_path)\n",
+                5,
+                "tests/test_io.py::test_w takes fixture arguments (tmp_path): the built-in runner",
             ),
             (
                 "nosuchtool",

@@ -1,9 +1,16 @@
 """agent-git's built-in test runner: needs only Python's standard library.
 
-Default mode: finds test_*.py files under the current directory and runs their test*
-functions and the tests of their unittest.TestCase classes. Prints one "path::name STATUS"
-line per test, then each failure in full, then "FAILED path::name - why" lines and a final
-"N passed, M failed" line.
+Default mode: runs what pytest would for the conventions that need no pytest: files
+test_*.py and *_test.py in the folders pytest enters; their test* functions, the tests of
+their unittest.TestCase classes, and of their Test* classes without __init__ (one instance
+per test); pytest's xunit setups (setup_module, setup_function, setup_class, setup_method and
+their teardowns). Tests are named by pytest's node ids. Prints one "path::name STATUS" line
+per test, then each failure in full, then "FAILED path::name - why" lines (ERROR when a setup
+or teardown failed) and a final "N passed, M failed" line.
+
+What only pytest can honour (pytest settings, a conftest.py, a test file importing pytest, a
+test taking fixture arguments) stops the run before any test runs: one line
+"agent-git-runner: needs pytest: WHAT", no results file, exit status 5.
 
 --unittest: what `python3 -m unittest discover` runs (so load_tests is honoured), printed
 as `python3 -m unittest -v` prints it, then the same summary lines, named by unittest ids.
@@ -13,8 +20,11 @@ When AGENT_GIT_RESULTS names a file, the results are written there as JSON:
 of passed, failed, skipped, error (a test file that could not be imported).
 
 Exit status: 0 when every test passed (or was skipped), 1 when any failed, 5 when there
-were no tests.
+were no tests or they need pytest.
 """
+import ast
+import fnmatch
+import functools
 import importlib.util
 import inspect
 import json
@@ -25,12 +35,34 @@ import unittest
 
 RUNNER = os.path.abspath(__file__)
 UNITTEST_DIR = os.path.dirname(os.path.abspath(unittest.__file__))
-SKIP_DIRS = {".git", "node_modules", "venv", ".venv", "__pycache__", "build", "dist"}
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2, "error": 3}
 PROGRESS_WORD = {"passed": "PASSED", "failed": "FAILED", "skipped": "SKIPPED", "error": "ERROR"}
 FAILED_IMPORT = "unittest.loader._FailedTest."
 NOT_RUN = "did not run: a class or module fixture failed"
 NO_TESTS = 5
+NEEDS_PYTEST = "agent-git-runner: needs pytest: "
+NEEDS_PYTEST_EXIT = 5
+# pytest's defaults: python_files, norecursedirs (and __pycache__), and where it reads settings.
+TEST_FILES = ("test_*.py", "*_test.py")
+NOT_ENTERED = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}",
+               "__pycache__")
+PYTEST_SETTINGS = (
+    ("pytest.ini", "[pytest]"),
+    (".pytest.ini", "[pytest]"),
+    ("pyproject.toml", "[tool.pytest.ini_options]"),
+    ("pyproject.toml", "[tool.pytest]"),
+    ("tox.ini", "[pytest]"),
+    ("setup.cfg", "[tool:pytest]"),
+)
+ASYNC_TEST = "async def functions are not natively supported (pytest fails them without a plugin)"
+
+
+class NeedsPytest(Exception):
+    """Something in the tests that only pytest honours: running them here could lie."""
+
+
+class CollectError(Exception):
+    """What makes pytest fail a whole file as it collects it."""
 
 
 class Outcomes:
@@ -41,6 +73,7 @@ class Outcomes:
         self.owners = {}
         self.skipped_owners = set()
         self.problems = []
+        self.at_fixture = set()  # failed in a setup or teardown: pytest's ERROR, not FAILED
 
     def expect(self, name, owners=()):
         self.status.setdefault(name, None)
@@ -54,6 +87,11 @@ class Outcomes:
     def problem(self, name, status, why, details, label=None):
         self.record(name, status)
         self.problems.append((name, why, details, label or name))
+
+    def word(self, name, status):
+        if status == "failed" and name in self.at_fixture:
+            return "ERROR"
+        return PROGRESS_WORD[status]
 
     def final(self):
         """Tests that never reported were cut off by a fixture: skipped with it, else failed."""
@@ -160,21 +198,6 @@ def unittest_name(test):
     return test_id, None
 
 
-def default_namer(path, module_name):
-    """Names as pytest's node ids: path::Class::method (path::Class::setUpClass for fixtures)."""
-
-    def name(test):
-        test = real_test(test)
-        holder = fixture_holder(test)
-        if holder:
-            method, owner = holder
-            classes = owner[len(module_name) + 1:].split(".") if owner != module_name else []
-            return "::".join([path, *classes, method]), "error"
-        return f"{path}::{type(test).__name__}::{test._testMethodName}", None
-
-    return name
-
-
 class Recording:
     """Records what unittest reports of each test (a subtest's failure fails its test)."""
 
@@ -258,85 +281,560 @@ def walk(suite):
             yield test
 
 
-def test_files(root):
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("test_") and name.endswith(".py"):
-                found.append(os.path.relpath(os.path.join(dirpath, name), root))
-    return found
+def show(name, outcomes):
+    status = outcomes.status[name] or "failed"
+    print(f"{name} {outcomes.word(name, status)}", flush=True)
 
 
-def load(path):
-    directory = os.path.dirname(os.path.abspath(path))
-    for entry in (os.getcwd(), directory):
+def warn(text):
+    print(f"agent-git-runner: warning: {text}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Default mode, part 1: what pytest would collect.
+
+
+def entered(path, name):
+    """Whether pytest recurses into a folder: not one of its norecursedirs, nor a venv."""
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in NOT_ENTERED):
+        return False
+    venv = ("pyvenv.cfg",), ("conda-meta", "history")
+    return not any(os.path.isfile(os.path.join(path, *marker)) for marker in venv)
+
+
+def tree(root):
+    """(test files, conftest.py files) in the folders pytest enters, in pytest's order."""
+    tests, conftests, seen = [], [], set()
+
+    def visit(folder):
+        real = os.path.realpath(folder)
+        if real in seen:  # pytest follows folder links; a loop must not hang us
+            return
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            return
+        for entry in entries:
+            if entry.is_dir():
+                if entered(entry.path, entry.name):
+                    visit(entry.path)
+            elif entry.name == "conftest.py":
+                conftests.append(os.path.relpath(entry.path, root))
+            elif any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in TEST_FILES):
+                tests.append(os.path.relpath(entry.path, root))
+
+    visit(root)
+    return tests, conftests
+
+
+def has_settings(path, header):
+    """Whether a config file has the pytest section `header` with a setting in it."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as config:
+            lines = config.read().splitlines()
+    except OSError:
+        return False
+    inside = False
+    for line in (raw.strip() for raw in lines):
+        if line.startswith("[") and not line.startswith("[["):
+            inside = line.split("#")[0].strip() == header
+        elif inside and line and not line.startswith(("#", ";")):
+            return True
+    return False
+
+
+def is_pytest_module(name):
+    top = (name or "").split(".")[0]
+    return top in ("pytest", "_pytest") or top.startswith("pytest_")
+
+
+def pytest_import_line(path):
+    """The line where a test file imports pytest (or a plugin of it), or None."""
+    try:
+        with open(path, "rb") as source:
+            parsed = ast.parse(source.read(), path)
+    except (OSError, SyntaxError, ValueError):  # importing it will report what is wrong
+        return None
+    for node in ast.walk(parsed):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module]
+        else:
+            continue
+        if any(is_pytest_module(name) for name in names):
+            return node.lineno
+    return None
+
+
+def needs_pytest_unseen(files, conftests):
+    """What in the tree only pytest honours, found without running any of its code."""
+    for config, header in PYTEST_SETTINGS:
+        if has_settings(config, header):
+            return f"{config} has pytest settings ({header})"
+    if conftests:
+        return f"{conftests[0]}: pytest loads conftest.py files (fixtures, hooks, plugins)"
+    for path in files:
+        line = pytest_import_line(path)
+        if line:
+            return f"{path} imports pytest (line {line})"
+    return None
+
+
+def load(root, path):
+    """The test file at `path` under `root`, wherever an earlier one left the directory."""
+    full = os.path.join(root, path)
+    for entry in (root, os.path.dirname(full)):
         if entry not in sys.path:
             sys.path.insert(0, entry)
     name = os.path.splitext(path)[0].replace(os.sep, ".")
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, full)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-def is_test_case_class(obj):
-    return inspect.isclass(obj) and issubclass(obj, unittest.TestCase)
+def pytest_loaded():
+    return any(is_pytest_module(name) for name in list(sys.modules))
 
 
-def defined_here(obj, module):
-    return getattr(obj, "__module__", None) == module.__name__
-
-
-def show(name, outcomes):
-    print(f"{name} {PROGRESS_WORD[outcomes.status[name]]}", flush=True)
-
-
-def run_function(name, func, outcomes):
+def load_test_file(root, path):
+    """The module, unless it reaches for pytest through the modules it imports."""
+    before = pytest_loaded()
     try:
-        func()
+        module = load(root, path)
+    except ModuleNotFoundError as exc:
+        if is_pytest_module(exc.name):
+            raise NeedsPytest(f"{path} imports {exc.name} (through the modules it imports)")
+        raise
+    if not before and pytest_loaded():
+        raise NeedsPytest(f"{path} imports pytest (through the modules it imports)")
+    return module
+
+
+class Test:
+    """A collected test: its node id, the shared setups it runs under (outermost first), and
+    how it runs (None for a file whose outcome collecting it decided)."""
+
+    def __init__(self, name, scopes, run):
+        self.name, self.scopes, self.run = name, scopes, run
+
+
+class Scope:
+    """A module's or a class's setups, run before the first of its tests, as pytest does: an
+    error in one is each such test's error; its teardowns run after the last."""
+
+    def __init__(self, fixtures):
+        self.fixtures, self.owed, self.error, self.told = fixtures, [], None, False
+
+    def open(self):
+        self.error = set_up(self.fixtures, self.owed)
+
+    def close(self):
+        return tear_down(self.owed)
+
+
+def collect_all(outcomes):
+    """Every test, collected before any runs, as pytest does: a need for pytest found while
+    importing the last file still stops the run before the first test."""
+    root = os.getcwd()
+    files, conftests = tree(".")
+    unseen = needs_pytest_unseen(files, conftests)
+    if unseen:
+        raise NeedsPytest(unseen)
+    tests = []
+    for path in files:
+        tests += collect_file(root, path, outcomes)
+    return tests
+
+
+def collect_file(root, path, outcomes):
+    try:
+        tests = collect_module(path, load_test_file(root, path))
+    except NeedsPytest:
+        raise
     except unittest.SkipTest:
+        outcomes.record(path, "skipped")
+    except CollectError as exc:
+        outcomes.problem(path, "error", str(exc), f"{exc}\n")
+    except (Exception, SystemExit):  # a file that cannot be imported fails as a whole
+        outcomes.problem(path, "error", *describe(sys.exc_info()))
+    else:
+        for test in tests:
+            outcomes.expect(test.name)
+        return tests
+    return [Test(path, [], None)]
+
+
+def collect_module(path, module):
+    if not getattr(module, "__test__", True):
+        return []
+    fixtures = xunit(module, ("setUpModule", "setup_module"),
+                     ("tearDownModule", "teardown_module"), module)
+    scopes = [Scope(fixtures)]
+    tests = []
+    for attr, obj in list(vars(module).items()):  # imported tests too: pytest collects them
+        tests += collect_member([path], attr, obj, scopes, [], module)
+    return tests
+
+
+def collect_member(ids, attr, obj, scopes, classes, module):
+    """The tests pytest makes of one name of a module or class; `classes` hold it, outermost
+    first."""
+    if inspect.isclass(obj):
+        if is_test_case(obj):
+            return collect_test_case(ids + [attr], obj, scopes)
+        if attr.startswith("Test") or marked_test(obj):
+            return collect_class(ids + [attr], obj, scopes, classes + [obj], module)
+        return []
+    func = test_function(ids, attr, obj, classes[-1] if classes else None)
+    if func is None:
+        return []
+    name = "::".join(ids + [attr])
+    if classes:
+        return [method_test(classes, attr, name, scopes)]
+    return [function_test(module, func, name, scopes)]
+
+
+def marked_test(obj):
+    """`__test__ = True` makes pytest collect a function or class whatever its name."""
+    return getattr(obj, "__test__", False) is True
+
+
+def is_test_case(cls):
+    try:
+        return issubclass(cls, unittest.TestCase)
+    except TypeError:  # a class with an odd metaclass is no TestCase to pytest either
+        return False
+
+
+def test_function(ids, attr, obj, owner):
+    """The function pytest would collect as test `attr`, or None; raises what stops pytest."""
+    if not (attr.startswith("test") or marked_test(obj)):
+        return None
+    inner = obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
+    if not callable(inner):
+        return None
+    func = getattr(obj, "__func__", obj)
+    if not (inspect.isfunction(func) or inspect.isfunction(real_function(func))):
+        warn(f"cannot collect {attr!r} because it is not a function (in {ids[0]})")
+        return None
+    if not getattr(func, "__test__", True):
+        return None
+    if inspect.isgeneratorfunction(func):
+        raise CollectError(f"'yield' keyword is allowed in fixtures, but not in tests ({attr})")
+    wanted = fixture_args(func, owner, isinstance(obj, staticmethod))
+    if wanted:
+        name = "::".join(ids + [attr])
+        raise NeedsPytest(f"{name} takes fixture arguments ({', '.join(wanted)})")
+    return func
+
+
+def real_function(func):
+    """Under decorators and partials, as pytest looks for a function."""
+    for _ in range(100):
+        if isinstance(func, functools.partial):
+            func = func.func
+        elif callable(getattr(func, "__wrapped__", None)):
+            func = func.__wrapped__
+        else:
+            return func
+    return func
+
+
+def fixture_args(func, owner, static):
+    """The arguments pytest fills with fixtures: the ones with no default, past a method's
+    self or cls and those that mock.patch passes."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = [p.name for p in params if p.kind in kinds and p.default is p.empty]
+    if owner is not None and not static:
+        names = names[1:]
+    if hasattr(func, "__wrapped__"):
+        names = names[mock_patched(func):]
+    return names
+
+
+def mock_patched(func):
+    """How many arguments a test's mock.patch decorators pass it."""
+    mocks = (sys.modules.get(name) for name in ("unittest.mock", "mock"))
+    defaults = [getattr(mock, "DEFAULT", None) for mock in mocks]
+    patches = getattr(func, "patchings", None) or ()
+    return sum(
+        1 for p in patches
+        if not getattr(p, "attribute_name", None)
+        and any(d is not None and getattr(p, "new", None) is d for d in defaults)
+    )
+
+
+def members(cls):
+    """A class's names in pytest's order: inherited ones first, base by base, each once."""
+    seen, groups = set(), []
+    for klass in cls.__mro__:
+        group = [(a, obj) for a, obj in list(vars(klass).items()) if a not in seen]
+        seen.update(a for a, _ in group)
+        groups.append(group)
+    return [member for group in reversed(groups) for member in group]
+
+
+def collect_class(ids, cls, scopes, classes, module):
+    if not getattr(cls, "__test__", True) or inspect.isabstract(cls):
+        return []
+    for constructor in ("__init__", "__new__"):
+        if getattr(cls, constructor, None) != getattr(object, constructor):
+            warn(f"cannot collect test class {cls.__name__!r} because it has a {constructor} "
+                 f"constructor (from: {'::'.join(ids[:-1])})")  # as pytest warns
+            return []
+    scopes = scopes + [Scope(xunit(cls, ("setup_class",), ("teardown_class",), cls))]
+    tests = []
+    for attr, obj in members(cls):
+        tests += collect_member(ids, attr, obj, scopes, classes, module)
+    return tests
+
+
+def collect_test_case(ids, cls, scopes):
+    """A TestCase's tests as pytest runs them: each on its own instance, by unittest."""
+    if not getattr(cls, "__test__", True) or inspect.isabstract(cls):
+        return []
+    loader = unittest.TestLoader()
+    names = [n for n in loader.getTestCaseNames(cls) if getattr(getattr(cls, n), "__test__", True)]
+    if not names and getattr(cls, "runTest", None) is not None:
+        names = ["runTest"]
+    scopes = scopes + [Scope(test_case_class_fixtures(cls))]
+    return [test_case_test(cls, n, "::".join(ids + [n]), scopes) for n in names]
+
+
+# ---------------------------------------------------------------------------------------------
+# Default mode, part 2: setups and teardowns, as pytest's xunit fixtures call them.
+
+
+def xunit(owner, setups, teardowns, arg):
+    """A fixture of the first of `setups` and of `teardowns` the owner has, called with `arg`."""
+    setup, teardown = first_found(owner, setups), first_found(owner, teardowns)
+    if setup is None and teardown is None:
+        return []
+
+    def later(func):
+        return None if func is None else (lambda: call_xunit(func, arg))
+
+    return [(later(setup), later(teardown))]
+
+
+def first_found(owner, names):
+    for name in names:
+        found = getattr(owner, name, None)
+        if found is not None:
+            return found
+    return None
+
+
+def call_xunit(func, arg):
+    """Calls an xunit setup or teardown with `arg` only if it takes an argument, as pytest."""
+    code = getattr(func, "__code__", None)
+    takes = code.co_argcount - inspect.ismethod(func) if code else 0
+    return func(arg) if takes > 0 else func()
+
+
+def set_up(fixtures, owed):
+    """Runs each (setup, teardown)'s setup, owing its teardown; the first error stops it."""
+    for setup, teardown in fixtures:
+        try:
+            if setup is not None:
+                setup()
+        except (Exception, SystemExit):
+            return sys.exc_info()
+        if teardown is not None:
+            owed.append(teardown)
+    return None
+
+
+def tear_down(owed):
+    """Every teardown owed, last first, whatever the others raise: their errors."""
+    errors = []
+    while owed:
+        try:
+            owed.pop()()
+        except (Exception, SystemExit):
+            errors.append(sys.exc_info())
+    return errors
+
+
+def fixture_failed(outcomes, name, err, when, shown=True):
+    """A setup or teardown error, pytest's ERROR on the test; a skip raised there skips it."""
+    if isinstance(err[1], unittest.SkipTest) and when == "setup":
+        outcomes.record(name, "skipped")
+        return
+    why, details = describe(err)
+    if outcomes.status.get(name) != "failed":  # a test that failed stays FAILED, as in pytest
+        outcomes.at_fixture.add(name)
+    outcomes.problem(name, "failed", why, details if shown else "", f"ERROR at {when} of {name}")
+
+
+def run_phases(outcomes, name, fixtures, call):
+    """One test's own setups, the test, and the teardowns of the setups that ran."""
+    owed = []
+    error = set_up(fixtures, owed)
+    if error is not None:
+        fixture_failed(outcomes, name, error, "setup")
+    else:
+        call(outcomes, name)
+    for error in tear_down(owed):
+        fixture_failed(outcomes, name, error, "teardown")
+
+
+def call_plain(outcomes, name, func):
+    """A test function or a plain class's test method, called with no arguments."""
+    if inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func):
+        outcomes.problem(name, "failed", ASYNC_TEST, ASYNC_TEST + "\n")
+        return
+    try:
+        result = func()
+    except unittest.SkipTest:  # pytest skips a test that raises it, TestCase or not
         outcomes.record(name, "skipped")
     except (Exception, SystemExit):
         outcomes.problem(name, "failed", *describe(sys.exc_info()))
     else:
-        outcomes.record(name, "passed")
-    show(name, outcomes)
+        if inspect.isawaitable(result) or hasattr(result, "__aiter__"):
+            getattr(result, "close", lambda: None)()  # never awaited: no warning about it
+            outcomes.problem(name, "failed", ASYNC_TEST, ASYNC_TEST + "\n")
+        else:
+            outcomes.record(name, "passed")
 
 
-def run_file(path, outcomes, loader):
+def function_test(module, func, name, scopes):
+    fixtures = xunit(module, ("setup_function",), ("teardown_function",), func)
+
+    def call(outcomes, name):
+        call_plain(outcomes, name, func)
+
+    return Test(name, scopes, lambda outcomes: run_phases(outcomes, name, fixtures, call))
+
+
+def method_test(classes, attr, name, scopes):
+    """A plain class's test: a new instance of it, each class's setup_method (outermost
+    first, looked up on that instance, as pytest does), the method."""
+    box = {}
+
+    def make():
+        box["self"] = classes[-1]()
+
+    fixtures = [(make, None)]
+    for level in classes:
+        fixtures += method_fixtures(level, box, attr)
+
+    def call(outcomes, name):
+        call_plain(outcomes, name, getattr(box["self"], attr))
+
+    return Test(name, scopes, lambda outcomes: run_phases(outcomes, name, fixtures, call))
+
+
+def method_fixtures(level, box, attr):
+    setup = first_found(level, ("setup_method",)) is not None
+    teardown = first_found(level, ("teardown_method",)) is not None
+    if not (setup or teardown):
+        return []
+
+    def later(which):
+        return lambda: call_xunit(getattr(box["self"], which), getattr(box["self"], attr))
+
+    return [(later("setup_method") if setup else None,
+             later("teardown_method") if teardown else None)]
+
+
+def test_case_class_fixtures(cls):
+    """setUpClass and tearDownClass with the class cleanups, then setup_class and
+    teardown_class, which pytest calls for a TestCase too; a skipped class skips its tests."""
+    if getattr(cls, "__unittest_skip__", False):
+        why = getattr(cls, "__unittest_skip_why__", "")
+
+        def skip():
+            raise unittest.SkipTest(why)
+
+        return [(skip, None)]
+    own = (lambda: set_up_class(cls), lambda: tear_down_class(cls))
+    return [own] + xunit(cls, ("setup_class",), ("teardown_class",), cls)
+
+
+def set_up_class(cls):
     try:
-        module = load(path)
-    except unittest.SkipTest:
-        outcomes.record(path, "skipped")
-        show(path, outcomes)
-        return
-    except (Exception, SystemExit):  # a file that cannot be imported fails as a whole
-        outcomes.problem(path, "error", *describe(sys.exc_info()))
-        show(path, outcomes)
-        return
-    suite = unittest.TestSuite()
-    for name, obj in list(vars(module).items()):
-        if name.startswith("test") and inspect.isfunction(obj) and defined_here(obj, module):
-            run_function(f"{path}::{name}", obj, outcomes)
-        elif is_test_case_class(obj) and defined_here(obj, module):
-            suite.addTests(loader.loadTestsFromTestCase(obj))
-    namer = default_namer(path, module.__name__)
-    for test in walk(suite):
-        outcomes.expect(namer(test)[0], owners_of(test))
-    result = QuietRecorder()
-    result.start_recording(outcomes, namer, progress=True)
-    suite.run(result)
+        cls.setUpClass()
+    except Exception:  # unittest runs the class cleanups after a setUpClass that failed
+        class_cleanups(cls)
+        raise
+
+
+def tear_down_class(cls):
+    try:
+        cls.tearDownClass()
+    finally:
+        class_cleanups(cls)
+
+
+def class_cleanups(cls):
+    getattr(cls, "doClassCleanups", lambda: None)()
+    errors = getattr(cls, "tearDown_exceptions", None)
+    if errors:
+        raise errors[0][1]
+
+
+def test_case_test(cls, attr, name, scopes):
+    box = {}
+
+    def make():
+        box["self"] = cls(attr)
+
+    fixtures = [(make, None)]
+    setup, teardown = getattr(cls, "setup_method", None), getattr(cls, "teardown_method", None)
+    if setup is not None or teardown is not None:  # pytest calls them on a TestCase too
+        def later(func):
+            return None if func is None else (lambda: func(box["self"], getattr(box["self"], attr)))
+
+        fixtures.append((later(setup), later(teardown)))
+
+    def call(outcomes, name):
+        result = QuietRecorder()
+        result.start_recording(outcomes, lambda test: (name, None), progress=False)
+        box["self"](result)
+
+    return Test(name, scopes, lambda outcomes: run_phases(outcomes, name, fixtures, call))
+
+
+# ---------------------------------------------------------------------------------------------
+# Default mode, part 3: the run.
 
 
 def run_default(outcomes):
-    root = os.getcwd()
-    loader = unittest.TestLoader()
-    for path in test_files("."):
-        run_file(path, outcomes, loader)
-        os.chdir(root)  # a test that changed directory must not move the next file
+    """The tests in order, each shared setup opened before its first and closed after its
+    last; a directory a test moves to stays for the next, as under pytest."""
+    tests = collect_all(outcomes)
+    opened = []
+    for index, test in enumerate(tests):
+        if test.run is not None:
+            run_in_scopes(test, opened, outcomes)
+        following = tests[index + 1].scopes if index + 1 < len(tests) else []
+        while opened and opened[-1] not in following:
+            for error in opened.pop().close():  # pytest's ERROR at teardown of the last test
+                fixture_failed(outcomes, test.name, error, "teardown")
+        show(test.name, outcomes)
     print_failures(outcomes)
+
+
+def run_in_scopes(test, opened, outcomes):
+    """The test, once the setups it shares are open; an error there is its error."""
+    for scope in test.scopes:
+        if scope not in opened:
+            scope.open()
+            opened.append(scope)
+        if scope.error is not None:
+            fixture_failed(outcomes, test.name, scope.error, "setup", shown=not scope.told)
+            scope.told = True
+            return
+    test.run(outcomes)
 
 
 def run_unittest(outcomes):
@@ -370,7 +868,7 @@ def summarize(outcomes):
         why.setdefault(name, reason)
     for name, status in final.items():
         if status in ("failed", "error"):
-            print(f"{PROGRESS_WORD[status]} {name} - {why.get(name, NOT_RUN)}")
+            print(f"{outcomes.word(name, status)} {name} - {why.get(name, NOT_RUN)}")
     counts = {status: list(final.values()).count(status) for status in SEVERITY}
     if counts["skipped"]:
         print(f"{counts['skipped']} skipped")
@@ -402,10 +900,16 @@ def main(argv):
         sys.stdout.reconfigure(line_buffering=True)  # keep our lines in order with stderr's
     isolate_imports()
     outcomes = Outcomes()
-    if "--unittest" in argv:
-        run_unittest(outcomes)
-    else:
-        run_default(outcomes)
+    try:
+        if "--unittest" in argv:
+            run_unittest(outcomes)
+        else:
+            run_default(outcomes)
+    except NeedsPytest as why:  # no verdict at all: not even a results file from an earlier run
+        print(f"{NEEDS_PYTEST}{why}", flush=True)
+        if results and os.path.exists(results):
+            os.remove(results)
+        return NEEDS_PYTEST_EXIT
     status = summarize(outcomes)
     if results:
         try:
