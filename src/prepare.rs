@@ -238,24 +238,12 @@ fn python_environment(
     read: &dyn Fn(&str) -> Option<String>,
 ) {
     plan.facts = TreeFacts::of(files, read);
-    if !plan
-        .facts
-        .python_modules
-        .values()
-        .any(|folder| folder == "src")
-    {
-        return;
-    }
-    let tests: Vec<String> = files
+    let conftests: Vec<String> = files
         .iter()
-        .filter(|p| {
-            let name = p.rsplit('/').next().unwrap_or(p);
-            name.ends_with(".py")
-                && (name.starts_with("test") || name.ends_with("_test.py") || name == "conftest.py")
-        })
-        .filter_map(|p| read(p))
+        .filter(|p| p.rsplit('/').next() == Some("conftest.py"))
+        .cloned()
         .collect();
-    if let Some(package) = plan.facts.src_layout(&tests) {
+    if let Some(package) = plan.facts.src_layout(&conftests, read) {
         plan.python_path.push("src".into());
         plan.rules.push(format!(
             "src layout: the tests import `{package}`, which lives under src/, so src/ is first \

@@ -506,11 +506,7 @@ fn work(
     };
     let mut result = runtime.block_on(agent.run(&plan.task, &tools));
     result.process_time = sandbox.busy();
-    let files = match verifier.inventory_size() {
-        0 => Vec::new(),
-        _ => crate::workspace::tree_files(&plan.repo, plan.base.id).unwrap_or_default(),
-    };
-    let not_run = verifier.python_files_not_run(&files);
+    let not_run = verifier.python_files_not_run(&plan.tests.facts.python_test_files);
     if !not_run.is_empty() {
         let note = format!(
             "protected, not run by `{}`: {}",

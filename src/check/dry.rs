@@ -9,7 +9,7 @@ use crate::prepare::{plan_at, settings_at, tests_with_plan};
 use crate::sandbox::Mode;
 use crate::settings::Layer;
 use crate::testrun::{Inventory, TestResult};
-use crate::workspace::{record_tested, recorded, tree_files, Tested};
+use crate::workspace::{record_tested, recorded, Tested};
 use git2::Oid;
 use serde_json::{json, Value};
 
@@ -86,10 +86,9 @@ impl Checker<'_> {
             .test(tree)
             .map_err(|e| format!("the tests could not run: {e}"))?;
         let inventory = Inventory::of(&result);
-        let files = tree_files(repo, commit).map_err(|e| e.to_string())?;
-        let not_run: Vec<&str> = inventory
-            .as_ref()
-            .map_or(Vec::new(), |i| i.python_files_not_run(&files));
+        let not_run: Vec<&str> = inventory.as_ref().map_or(Vec::new(), |i| {
+            i.python_files_not_run(&tests.plan.facts.python_test_files)
+        });
         let reason = tests.plan.cannot_run(&result);
         let verdict = match (&reason, result.passed) {
             (Some(_), _) => DryVerdict::CannotRun,

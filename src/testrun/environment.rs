@@ -17,6 +17,8 @@ pub struct TreeFacts {
     /// The names the project's dependency files declare (requirements, pyproject.toml,
     /// setup.cfg, setup.py, tox.ini), lower-case, `-` as `_`.
     pub declared: BTreeSet<String>,
+    /// The Python test files by pytest's default conventions (`test_*.py`, `*_test.py`).
+    pub python_test_files: Vec<String>,
 }
 
 /// The files that declare a Python project's dependencies.
@@ -33,6 +35,9 @@ impl TreeFacts {
     pub fn of(paths: &[String], read: &dyn Fn(&str) -> Option<String>) -> Self {
         let mut facts = TreeFacts::default();
         for path in paths.iter().filter(|p| p.ends_with(".py")) {
+            if super::detect::is_python_test_file(path) {
+                facts.python_test_files.push(path.clone());
+            }
             let parts: Vec<&str> = path.split('/').collect();
             let (folder, name) = match parts.as_slice() {
                 ["src", name, ..] if parts.len() > 2 || name.ends_with(".py") => ("src", *name),
@@ -64,19 +69,33 @@ impl TreeFacts {
         facts
     }
 
-    /// The folders a src layout needs on `sys.path`, the way an editable install puts them
-    /// there: `src` when the tests import a package that lives only under it.
-    pub fn src_layout(&self, test_texts: &[String]) -> Option<String> {
+    /// The package a src layout needs on `sys.path`, the way an editable install puts it
+    /// there: one that lives only under `src/` and that a test file (or conftest.py) imports.
+    /// The files are read one by one until one does.
+    pub fn src_layout(
+        &self,
+        conftests: &[String],
+        read: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<String> {
         let under_src: Vec<&String> = self
             .python_modules
             .iter()
             .filter(|(_, folder)| *folder == "src")
             .map(|(name, _)| name)
             .collect();
-        let imported = under_src
-            .into_iter()
-            .find(|name| test_texts.iter().any(|t| imports(t, name)))?;
-        Some(imported.clone())
+        if under_src.is_empty() {
+            return None;
+        }
+        self.python_test_files
+            .iter()
+            .chain(conftests)
+            .filter_map(|path| read(path))
+            .find_map(|text| {
+                under_src
+                    .iter()
+                    .find(|name| imports(&text, name))
+                    .map(|n| n.to_string())
+            })
     }
 }
 
@@ -220,6 +239,9 @@ pub fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     if let Some(why) = protected_syntax_error(output) {
         return Some(why);
     }
+    if let Some(why) = needs_network(result) {
+        return Some(why);
+    }
     if let Some(why) = nothing_loaded(result, facts) {
         return Some(why);
     }
@@ -256,6 +278,54 @@ fn node_modules_missing(result: &TestResult) -> Option<String> {
         "the tests need {what}, which is not installed: {}. Install the project's packages in \
          your checkout (`npm ci`), or give agent-git `--setup-cmd \"npm ci --offline\"`",
         first_line(output)
+    ))
+}
+
+/// What a test that reached for the network says where there is none.
+const NO_NETWORK: [&str; 9] = [
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "No address associated with hostname",
+    "Network is unreachable",
+    "getaddrinfo ENOTFOUND",
+    "getaddrinfo EAI_AGAIN",
+    "Could not resolve host",
+    "failed to lookup address information",
+    "nodename nor servname provided",
+];
+
+/// Failing tests that reached for the network: no test run here has one, so no change can
+/// make them pass, and a run held to every test could never end `passed`.
+fn needs_network(result: &TestResult) -> Option<String> {
+    let offline = |text: &str| NO_NETWORK.iter().any(|sign| text.contains(sign));
+    let names: Vec<&str> = result
+        .failing
+        .iter()
+        .filter(|f| f.detail.as_deref().is_some_and(offline))
+        .map(|f| f.name.as_str())
+        .collect();
+    let which = match names.as_slice() {
+        [] => return None,
+        [one] => format!("{one} needs"),
+        many => format!("{} tests need", many.len()),
+    };
+    let deselect = match result.runner {
+        super::Runner::Pytest => format!(
+            " (with pytest: `git config agent-git.testCmd \"{} {}\"`)",
+            result.command,
+            names
+                .iter()
+                .map(|n| format!("--deselect '{n}'"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{which} the network, which the tests never have here (no route out of the sandbox): \
+         {}. No change to the code can make them pass. Leave them out of the test \
+         command{deselect}, or mark them to be skipped without a network",
+        names.join(", ")
     ))
 }
 
@@ -430,10 +500,13 @@ mod tests {
     fn a_package_only_under_src_is_put_on_the_path_when_the_tests_import_it() {
         let tree = facts(&SRC_LAYOUT);
         assert_eq!(tree.python_modules["cachetools"], "src");
-        let tests = vec![SRC_LAYOUT[1].1.to_string()];
-        assert_eq!(tree.src_layout(&tests), Some("cachetools".to_string()));
-        let unrelated = vec!["import os\nfrom cachetoolsx import y\n".to_string()];
-        assert_eq!(tree.src_layout(&unrelated), None);
+        let read = |text: &'static str| move |_: &str| Some(text.to_string());
+        assert_eq!(
+            tree.src_layout(&[], &read(SRC_LAYOUT[1].1)),
+            Some("cachetools".to_string())
+        );
+        let unrelated = read("import os\nfrom cachetoolsx import y\n");
+        assert_eq!(tree.src_layout(&[], &unrelated), None);
         let flat = facts(&[("cachetools/__init__.py", ""), ("src/cachetools/x.py", "")]);
         assert_eq!(
             flat.python_modules["cachetools"], "",
@@ -483,6 +556,26 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("a dependency the project declares"), "{why}");
+    }
+
+    #[test]
+    fn tests_that_reach_for_the_network_are_named_with_how_to_leave_them_out() {
+        let output = "FAILED tests/test_get.py::test_get - requests.exceptions.ConnectionError: \
+            HTTPConnectionPool(host='httpbin.org', port=80): Max retries exceeded (Caused by \
+            NameResolutionError: Failed to resolve 'httpbin.org' ([Errno -3] Temporary failure in \
+            name resolution))\nFAILED tests/test_calc.py::test_add - assert -1 == 5\n\
+            2 failed, 3 passed in 0.2s\n";
+        let result = first_run("python3 -m pytest -q", output, 1);
+        let why = cannot_run(&result, &TreeFacts::default()).expect("cannot run");
+        assert!(
+            why.starts_with("tests/test_get.py::test_get needs the network"),
+            "{why}"
+        );
+        assert!(
+            why.contains("`git config agent-git.testCmd \"python3 -m pytest -q --deselect 'tests/test_get.py::test_get'\"`"),
+            "{why}"
+        );
+        assert!(!why.contains("test_add"), "{why}");
     }
 
     #[test]

@@ -70,7 +70,6 @@ impl Inventory {
         }
         files
             .iter()
-            .filter(|p| super::detect::is_python_test_file(p))
             .filter(|path| {
                 let module = path.trim_end_matches(".py").replace('/', ".");
                 !self.names().any(|name| {
