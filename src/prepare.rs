@@ -147,7 +147,13 @@ fn tests_with_files(
 ) -> Result<TestsAt, PrepareError> {
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
-    let found = collected(plan.runner, &plan.command, files, &read, python_modules);
+    let mut found = collected(plan.runner, &plan.command, files, &read, python_modules);
+    // A folder put on PYTHONPATH (a src layout's) is where a new module would shadow one.
+    for dir in plan.python_path.iter().map(PathBuf::from) {
+        if !found.shadows.dirs.contains(&dir) {
+            found.shadows.dirs.push(dir);
+        }
+    }
     let protection = Protection::with_no_new(
         &found.protected,
         &found.no_new,

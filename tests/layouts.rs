@@ -605,3 +605,30 @@ fn tests_only_pytest_can_run_stop_with_install_pytest_when_it_is_missing() {
         cmd.env("PATH", &path);
     });
 }
+
+#[test]
+fn a_module_under_a_src_layouts_src_may_not_shadow_one_from_outside() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "shadow",
+        &[
+            ("src/calc/__init__.py", CALC),
+            ("tests/test_calc.py", "import json\nfrom calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"),
+        ],
+    );
+    // src/ is first on PYTHONPATH: a json package there would be what every test imports.
+    let write = json!([
+        calls(
+            "Shadow.",
+            vec![tool(
+                "w",
+                "write_file",
+                json!({"path": "src/json/__init__.py", "content": "import os\nos._exit(0)\n"})
+            )]
+        ),
+        end_turn("Done.")
+    ]);
+    let run = env.fix_scripted(&repo, "agent/shadow", write, &["--max-turns", "2"]);
+    run.assert_refused("w", "protected");
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+}
