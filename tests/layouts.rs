@@ -632,3 +632,79 @@ fn a_module_under_a_src_layouts_src_may_not_shadow_one_from_outside() {
     run.assert_refused("w", "protected");
     assert_eq!(run.code(), 1, "{}", run.stderr());
 }
+
+#[test]
+fn a_parameter_id_made_from_the_time_is_the_same_test_in_every_run() {
+    let env = TestEnv::new();
+    let test = "import time\n\nimport pytest\n\nfrom calc import add\n\n\n\
+        @pytest.mark.parametrize('stamp', [time.time_ns(), time.time_ns() + 1])\n\
+        def test_add(stamp):\n    assert add(2, 3) == 5\n";
+    let repo = env.repo("stamps", &[("calc.py", CALC), ("test_calc.py", test)]);
+    let script = env.script("stamps.json", rewrite_calc(CALC_FIXED));
+    let out = env
+        .fix_cmd(&repo, &script, "agent/stamps", &["--json"])
+        .env("PATH", pytest_path())
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(code(&out), 0, "a correct fix passes: {}", json["tests"]);
+    assert_eq!(
+        json["tests"]["matched_by_count"],
+        json!(["test_calc.py::test_add"])
+    );
+    assert!(env
+        .message(&repo, "agent/stamps")
+        .contains("ids that change from run to run, matched by count: test_calc.py::test_add"));
+}
+
+#[test]
+fn every_member_of_a_cargo_workspace_is_tested_and_quiet_output_is_counted() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "workspace",
+        &[
+            (".gitignore", "target/\n"),
+            ("Cargo.toml", "[package]\nname = \"root\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\nmembers = [\"member\"]\n"),
+            ("src/lib.rs", "#[test]\nfn root_works() {}\n"),
+            ("member/Cargo.toml", "[package]\nname = \"member\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+            ("member/src/lib.rs", "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n#[test]\nfn adds() {\n    assert_eq!(add(2, 3), 5);\n}\n"),
+        ],
+    );
+    let home = std::env::var("HOME").unwrap();
+    let fix = || {
+        json!([
+            calls(
+                "Fix.",
+                vec![tool_call_edit("member/src/lib.rs", "a - b", "a + b")]
+            ),
+            end_turn("Done.")
+        ])
+    };
+    let json_of = |branch: &str, extra: &[&str]| {
+        let script = env.script(&format!("{}.json", branch.replace('/', "-")), fix());
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        let out = env
+            .fix_cmd(&repo, &script, branch, &args)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        let json: Value = serde_json::from_str(stdout(&out).trim())
+            .unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+        (code(&out), json, stderr(&out))
+    };
+    let (code, json, said) = json_of("agent/ws", &[]);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains("tests: `cargo test --workspace --no-fail-fast`"),
+        "{said}"
+    );
+    assert!(
+        said.contains("1 passed, 1 failed (2 tests in the inventory)"),
+        "the root's test and the member's: {said}"
+    );
+    assert_eq!(json["tests"]["inventory_checked"], "by name");
+    let (code, json, said) = json_of("agent/quiet", &["--test-cmd", "cargo test -q --workspace"]);
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(json["tests"]["inventory_checked"], "by count", "{said}");
+}
