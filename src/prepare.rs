@@ -61,7 +61,7 @@ pub fn tests_for_plan(
     plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
     let files = tree_files(repo, commit)?;
-    let venv = project_venv(repo.workdir());
+    let venv = project_venv(repo.workdir(), &files);
     let modules = &facts(&files, python, venv.as_deref()).modules;
     tests_with_files(repo, commit, &files, settings, modules, plan)
 }
@@ -78,7 +78,7 @@ pub fn plan_at(
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let none = PythonFacts::default();
-    let venv = project_venv(repo.workdir());
+    let venv = project_venv(repo.workdir(), &files);
     let python = match settings.test_cmd {
         None => facts(&files, python, venv.as_deref()),
         Some(_) => &none,
@@ -170,14 +170,21 @@ fn tests_with_files(
 }
 
 /// The virtualenv in the user's checkout (`.venv` or `venv`) when none is active: the one
-/// the project's tests are run with.
-fn project_venv(workdir: Option<&std::path::Path>) -> Option<PathBuf> {
+/// the project's tests are run with. Only one the user made: a committed one is the
+/// repository's, whose python3 agent-git would run outside the sandbox to ask about it.
+fn project_venv(workdir: Option<&std::path::Path>, files: &[String]) -> Option<PathBuf> {
     if std::env::var_os("VIRTUAL_ENV").is_some() {
         return None;
     }
     let workdir = workdir?.canonicalize().ok()?;
+    let committed = |name: &str| {
+        files
+            .iter()
+            .any(|f| f == name || f.starts_with(&format!("{name}/")))
+    };
     let venv = [".venv", "venv"]
-        .iter()
+        .into_iter()
+        .filter(|name| !committed(name))
         .map(|name| workdir.join(name))
         .find(|dir| dir.join("pyvenv.cfg").is_file() && dir.join("bin/python3").exists())?;
     // A PATH that already leads to it (a venv activated by hand, without VIRTUAL_ENV).

@@ -375,6 +375,8 @@ mod tests {
             checked: Checked::ByName,
             named_by_report: true,
             runner: crate::testrun::Runner::Pytest,
+            printed_counts: None,
+            printed_progress: false,
             tail: "...".into(),
             cached: false,
         }

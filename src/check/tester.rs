@@ -164,7 +164,7 @@ fn verdict_of(plan: &TestPlan, result: TestResult) -> Verdict {
             cached: false,
         };
     }
-    match plan.cannot_run(&result) {
+    match plan.cannot_run_here(&result) {
         Some(why) => Verdict::CannotRun(format!("{why} (test command `{}`)", result.command)),
         None => Verdict::Failed(Box::new(result)),
     }

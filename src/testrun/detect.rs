@@ -402,7 +402,7 @@ fn ini_value(text: &str, section: &str, key: &str) -> Option<String> {
 
 /// A key's value in an INI section as its lines: the text after `=` (or `:`), if any, then
 /// each indented continuation line; comments and blank lines left out. None when unset.
-fn ini_lines(text: &str, section: &str, key: &str) -> Option<Vec<String>> {
+pub(super) fn ini_lines(text: &str, section: &str, key: &str) -> Option<Vec<String>> {
     let mut inside = false;
     let mut value: Option<Vec<String>> = None;
     for line in text.lines() {
@@ -449,10 +449,13 @@ fn tox_commands(text: &str, installed: &dyn Fn(&str) -> bool) -> Result<Option<S
     let mut lines: Vec<String> = Vec::new();
     // Continuation lines were joined with spaces; tox runs each original line on its own.
     for line in ini_lines(text, "testenv", "commands").unwrap_or_default() {
+        // tox ignores the exit code of a command marked with a leading `-`.
+        let ignored = line.trim_start().starts_with('-');
         let line = tox_substituted(line.trim().trim_start_matches('-').trim())?;
         if !line.trim().is_empty() {
             let env: String = setenv.iter().map(|kv| format!("{kv} ")).collect();
-            lines.push(format!("{env}{}", line.trim()));
+            let end = if ignored { " || true" } else { "" };
+            lines.push(format!("{env}{}{end}", line.trim()));
         }
     }
     if lines.is_empty() {
@@ -667,7 +670,7 @@ mod tests {
         assert_eq!(
             shell(&[("tox.ini", tox), ("test_a.py", "")], true),
             Some((
-                "pytest  tests && python -m doctest README.md".to_string(),
+                "pytest  tests && python -m doctest README.md || true".to_string(),
                 Runner::Pytest
             ))
         );

@@ -3,7 +3,7 @@
 //! a dependency declared but not installed, a runner or toolchain that is missing. Pure: the
 //! files come from the base commit, the output from the run before any change.
 
-use super::{Status, TestResult};
+use super::{Runner, Status, TestResult};
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
@@ -19,16 +19,9 @@ pub struct TreeFacts {
     pub declared: BTreeSet<String>,
     /// The Python test files by pytest's default conventions (`test_*.py`, `*_test.py`).
     pub python_test_files: Vec<String>,
+    /// The packages package.json declares (dependencies of every kind).
+    pub node_declared: BTreeSet<String>,
 }
-
-/// The files that declare a Python project's dependencies.
-const DEPENDENCY_FILES: [&str; 5] = [
-    "pyproject.toml",
-    "setup.cfg",
-    "setup.py",
-    "tox.ini",
-    "requirements.txt",
-];
 
 impl TreeFacts {
     /// `paths` are the base's files, `read` their text.
@@ -55,16 +48,18 @@ impl TreeFacts {
                 *held = String::new();
             }
         }
-        let requirements = paths.iter().filter(|p| {
+        for path in paths.iter().filter(|p| {
             let name = p.rsplit('/').next().unwrap_or(p);
             name.starts_with("requirements") && name.ends_with(".txt")
-        });
-        let texts = DEPENDENCY_FILES
-            .iter()
-            .map(|f| f.to_string())
-            .chain(requirements.cloned());
-        for text in texts.filter_map(|f| read(&f)) {
-            facts.declared.extend(words(&text));
+        }) {
+            let text = read(path).unwrap_or_default();
+            facts
+                .declared
+                .extend(text.lines().filter_map(requirement_name));
+        }
+        facts.declared.extend(declared_python(read));
+        if let Some(package) = read("package.json") {
+            facts.node_declared = declared_node(&package);
         }
         facts
     }
@@ -115,11 +110,117 @@ fn imports(text: &str, name: &str) -> bool {
     })
 }
 
-/// The identifiers of a dependency file, normalised as package names are.
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-' || c == '.'))
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase().replace('-', "_"))
+/// The distribution a requirement line names (`requests>=2 ; python_version<"4"`), normalised
+/// as package names are; None for comments, options and paths.
+fn requirement_name(line: &str) -> Option<String> {
+    let line = line.split('#').next()?.trim();
+    if line.is_empty() || line.starts_with(['-', '.', '/']) || line.contains("://") {
+        return None;
+    }
+    let end = line
+        .find(|c: char| !(c.is_alphanumeric() || "._-".contains(c)))
+        .unwrap_or(line.len());
+    let name = &line[..end];
+    (!name.is_empty()).then(|| name.to_lowercase().replace(['-', '.'], "_"))
+}
+
+/// What pyproject.toml, setup.cfg, setup.py and tox.ini declare as dependencies, but the
+/// project itself.
+fn declared_python(read: &dyn Fn(&str) -> Option<String>) -> BTreeSet<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut own: Option<String> = None;
+    if let Some(table) = read("pyproject.toml").and_then(|t| t.parse::<toml::Table>().ok()) {
+        let at = |path: &[&str]| {
+            path.iter()
+                .try_fold(&toml::Value::Table(table.clone()), |v, key| v.get(key))
+                .cloned()
+        };
+        let strings = |v: Option<toml::Value>| -> Vec<String> {
+            let mut found = Vec::new();
+            let mut stack: Vec<toml::Value> = v.into_iter().collect();
+            while let Some(value) = stack.pop() {
+                match value {
+                    toml::Value::String(s) => found.push(s),
+                    toml::Value::Array(items) => stack.extend(items),
+                    toml::Value::Table(t) => stack.extend(t.into_iter().map(|(_, v)| v)),
+                    _ => {}
+                }
+            }
+            found
+        };
+        lines.extend(strings(at(&["project", "dependencies"])));
+        lines.extend(strings(at(&["project", "optional-dependencies"])));
+        lines.extend(strings(at(&["dependency-groups"])));
+        for poetry in [
+            at(&["tool", "poetry", "dependencies"]),
+            at(&["tool", "poetry", "dev-dependencies"]),
+        ] {
+            if let Some(toml::Value::Table(t)) = poetry {
+                lines.extend(t.keys().filter(|k| *k != "python").cloned());
+            }
+        }
+        if let Some(toml::Value::Table(groups)) = at(&["tool", "poetry", "group"]) {
+            for group in groups.values() {
+                if let Some(toml::Value::Table(t)) = group.get("dependencies") {
+                    lines.extend(t.keys().cloned());
+                }
+            }
+        }
+        own = at(&["project", "name"])
+            .or_else(|| at(&["tool", "poetry", "name"]))
+            .and_then(|v| v.as_str().map(str::to_string));
+    }
+    if let Some(cfg) = read("setup.cfg") {
+        for key in ["install_requires", "tests_require"] {
+            lines.extend(super::detect::ini_lines(&cfg, "options", key).unwrap_or_default());
+        }
+        own = own.or_else(|| super::detect::ini_lines(&cfg, "metadata", "name")?.pop());
+    }
+    if let Some(tox) = read("tox.ini") {
+        lines.extend(super::detect::ini_lines(&tox, "testenv", "deps").unwrap_or_default());
+    }
+    if let Some(setup) = read("setup.py") {
+        lines.extend(setup_py_requirements(&setup));
+    }
+    let own = own.and_then(|o| requirement_name(&o));
+    lines
+        .iter()
+        .filter_map(|l| requirement_name(l))
+        .filter(|name| Some(name) != own.as_ref())
+        .collect()
+}
+
+/// The quoted requirements of setup.py's `install_requires=[...]` and `tests_require=[...]`.
+fn setup_py_requirements(text: &str) -> Vec<String> {
+    ["install_requires", "tests_require"]
+        .iter()
+        .filter_map(|key| text.split_once(key))
+        .filter_map(|(_, rest)| rest.split_once('[').map(|(_, list)| list))
+        .filter_map(|list| list.split_once(']').map(|(items, _)| items))
+        .flat_map(|items| {
+            items
+                .split(',')
+                .map(|i| i.trim().trim_matches(['"', '\'']).to_string())
+        })
+        .filter(|item| !item.is_empty())
+        .collect()
+}
+
+/// The packages package.json declares: dependencies of every kind.
+fn declared_node(package_json: &str) -> BTreeSet<String> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(package_json) else {
+        return BTreeSet::new();
+    };
+    [
+        "dependencies",
+        "devDependencies",
+        "peerDependencies",
+        "optionalDependencies",
+    ]
+    .iter()
+    .filter_map(|kind| value[kind].as_object())
+    .flat_map(|deps| deps.keys().cloned())
+    .collect()
 }
 
 /// How the built-in runner says it found a test only pytest can run (it exits 5, no verdict).
@@ -127,6 +228,8 @@ const NEEDS_PYTEST: &str = "agent-git-runner: needs pytest: ";
 
 struct Signs {
     missing_module: Regex,
+    node_missing: Regex,
+    host: Regex,
     file_line: Regex,
     missing_script: Regex,
     cargo_offline: Regex,
@@ -137,7 +240,12 @@ fn signs() -> &'static Signs {
     SIGNS.get_or_init(|| {
         let re = |p: &str| Regex::new(p).unwrap_or_else(|e| panic!("bad built-in regex {p}: {e}"));
         Signs {
-            missing_module: re(r#"No module named '?([A-Za-z_][A-Za-z0-9_]*)"#),
+            missing_module: re(r#"No module named '?([A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_])"#),
+            node_missing: re(r#"Cannot find (?:module|package) '([^']+)'"#),
+            host: re(concat!(
+                r#"host='([^']+)'|Failed to resolve '([^']+)'|getaddrinfo \w+ ([^\s:'"]+)"#,
+                r#"|Could not resolve host: ([^\s'"]+)|lookup ([^\s:]+)"#
+            )),
             file_line: re(r#"File "([^"]+)", line \d+"#),
             missing_script: re(concat!(
                 r"(?m)(?:^\S*sh: (?:\d+: )?(?:cannot open|Can't open) (.+?): No such file",
@@ -156,30 +264,67 @@ fn signs() -> &'static Signs {
 /// the fix. Tests that run and fail, or a mix of modules that load and modules that do not,
 /// are the model's to fix: None.
 pub fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
-    if !result.ran {
-        return Some(format!("the test command could not start: {}", result.tail));
+    classify(result, facts).map(Stop::why)
+}
+
+/// Why the tests cannot be run here, for whoever tests a commit rather than changes it (the
+/// pre-push check): the environment's reasons only. A test file that does not compile is the
+/// commit's own failure there.
+pub fn cannot_run_here(result: &TestResult, facts: &TreeFacts) -> Option<String> {
+    match classify(result, facts)? {
+        Stop::Environment(why) => Some(why),
+        Stop::TestFiles(_) => None,
     }
+}
+
+/// Why a first test run cannot lead anywhere.
+enum Stop {
+    /// The machine lacks something: a runner, a toolchain, a dependency, a network.
+    Environment(String),
+    /// The committed test files themselves are broken, and the model may not change them.
+    TestFiles(String),
+}
+
+impl Stop {
+    fn why(self) -> String {
+        match self {
+            Stop::Environment(why) | Stop::TestFiles(why) => why,
+        }
+    }
+}
+
+fn classify(result: &TestResult, facts: &TreeFacts) -> Option<Stop> {
+    if !result.ran {
+        let why = format!("the test command could not start: {}", result.tail);
+        return Some(Stop::Environment(why));
+    }
+    if let Some(why) = protected_syntax_error(&result.tail) {
+        return Some(Stop::TestFiles(why));
+    }
+    environment(result, facts).map(Stop::Environment)
+}
+
+/// What the environment lacks, going by the first test run's output.
+fn environment(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     let output = result.tail.as_str();
     let said = |needle: &str| output.contains(needle);
     let s = signs();
-    if let Some(module) = s
-        .missing_module
-        .captures_iter(output)
-        .map(|c| c[1].to_string())
-        .find(|m| m == "pytest")
-    {
-        return Some(format!(
-            "No module named '{module}': pytest is not installed for the python3 the tests run \
+    let runs_pytest = result.runner == Runner::Pytest;
+    let pytest_missing = missing_modules(output).any(|m| m == "pytest");
+    if runs_pytest && pytest_missing {
+        return Some(
+            "No module named pytest: pytest is not installed for the python3 the tests run \
              with. Install it there (`python3 -m pip install pytest`, or in the project's venv), \
              or set a command that does not need it with `git config agent-git.testCmd CMD`"
-        ));
+                .to_string(),
+        );
     }
     let fixed = |why: &str| {
         Some(format!(
             "{why}; set the command with `git config agent-git.testCmd CMD`"
         ))
     };
-    if let Some(why) = node_modules_missing(result) {
+    if let Some(why) = node_modules_missing(result, facts) {
         return Some(why);
     }
     if let Some(what) = output.lines().find_map(|l| l.strip_prefix(NEEDS_PYTEST)) {
@@ -190,9 +335,10 @@ pub fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
              project's venv), or set the command with `git config agent-git.testCmd CMD`"
         ));
     }
+    let script = missing_script(result);
     match result.exit_code {
         Some(126) => return fixed("the test command is not executable (exit 126)"),
-        Some(127) if s.missing_script.captures(output).is_none() => {
+        Some(127) if script.is_none() => {
             return fixed(&format!(
                 "the test command was not found (exit 127): {}",
                 first_line(output)
@@ -203,8 +349,7 @@ pub fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
         }
         _ => {}
     }
-    if let Some(c) = s.missing_script.captures(output) {
-        let script = (1..=3).find_map(|i| c.get(i)).map_or("", |m| m.as_str());
+    if let Some(script) = script {
         return fixed(&format!(
             "the test command names `{script}`, which is not in the repository's tree (the \
              tests run in a clean copy of the committed files, outside your checkout); commit \
@@ -233,11 +378,8 @@ pub fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     if said("Missing script: \"test\"") || said("missing script: test") {
         return fixed("package.json has no test script");
     }
-    if said("No rule to make target") {
-        return fixed("the Makefile has no such target");
-    }
-    if let Some(why) = protected_syntax_error(output) {
-        return Some(why);
+    if let Some(target) = missing_make_target(result) {
+        return fixed(&format!("the Makefile has no target `{target}`"));
     }
     if let Some(why) = needs_network(result) {
         return Some(why);
@@ -254,8 +396,54 @@ pub fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     }
 }
 
-/// A node test command whose tools come from `node_modules`, which the tree does not have.
-fn node_modules_missing(result: &TestResult) -> Option<String> {
+/// The modules the output says could not be found, dotted names whole.
+fn missing_modules(output: &str) -> impl Iterator<Item = String> + '_ {
+    signs()
+        .missing_module
+        .captures_iter(output)
+        .map(|c| c[1].to_string())
+}
+
+/// The script the test command names that the tree does not have: a shell or python3 could
+/// not open a file that is a word of the command (a test that runs a script still to be
+/// written is the model's).
+fn missing_script(result: &TestResult) -> Option<String> {
+    let named: Vec<&str> = result
+        .command
+        .split_whitespace()
+        .map(|w| w.trim_matches(['"', '\'']))
+        .collect();
+    let base = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+    signs()
+        .missing_script
+        .captures_iter(&result.tail)
+        .filter_map(|c| {
+            (1..=3)
+                .find_map(|i| c.get(i))
+                .map(|m| m.as_str().to_string())
+        })
+        .find(|script| named.iter().any(|w| base(w) == base(script)))
+}
+
+/// The target make says it has no rule for, when it is one the test command asks for (a
+/// missing file a target needs is the model's to write).
+fn missing_make_target(result: &TestResult) -> Option<String> {
+    let words: Vec<&str> = result.command.split_whitespace().collect();
+    result.tail.lines().find_map(|line| {
+        let rest = line.split_once("No rule to make target ")?.1;
+        let target = rest
+            .trim_start_matches(['\'', '`'])
+            .split(['\'', '`'])
+            .next()?;
+        let asked = words.contains(&target) || (target == "test" && words.contains(&"make"));
+        (asked && !rest.contains("needed by")).then(|| target.to_string())
+    })
+}
+
+/// A node test command whose tools or packages come from `node_modules`, which the tree
+/// does not have: a tool of the command, or a package package.json declares, not found (a
+/// relative module, or one nobody declares, is the code's to fix).
+fn node_modules_missing(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     let output = result.tail.as_str();
     let node = ["npm", "node", "npx", "yarn", "pnpm"]
         .iter()
@@ -268,17 +456,31 @@ fn node_modules_missing(result: &TestResult) -> Option<String> {
         let tool = rest.strip_suffix(": not found")?;
         Some(tool.rsplit(": ").next().unwrap_or(tool).to_string())
     });
-    let cannot_find =
-        output.contains("Cannot find module") || output.contains("ERR_MODULE_NOT_FOUND");
-    if tool.is_none() && !cannot_find {
-        return None;
-    }
-    let what = tool.map_or("a package".to_string(), |t| format!("`{t}`"));
+    let package = signs()
+        .node_missing
+        .captures_iter(output)
+        .map(|c| c[1].to_string())
+        .find(|m| !m.starts_with(['.', '/']) && facts.node_declared.contains(package_of(m)));
+    let what = match (tool, package) {
+        (Some(tool), _) => format!("`{tool}`"),
+        (None, Some(package)) => format!("the package `{package}`"),
+        (None, None) => return None,
+    };
     Some(format!(
         "the tests need {what}, which is not installed: {}. Install the project's packages in \
          your checkout (`npm ci`), or give agent-git `--setup-cmd \"npm ci --offline\"`",
         first_line(output)
     ))
+}
+
+/// The package of a module path: `lodash` of `lodash/fp`, `@scope/pkg` of `@scope/pkg/x`.
+fn package_of(module: &str) -> &str {
+    let parts = if module.starts_with('@') { 2 } else { 1 };
+    let end = module
+        .match_indices('/')
+        .nth(parts - 1)
+        .map_or(module.len(), |(i, _)| i);
+    &module[..end]
 }
 
 /// What a test that reached for the network says where there is none.
@@ -294,14 +496,43 @@ const NO_NETWORK: [&str; 9] = [
     "nodename nor servname provided",
 ];
 
+/// Whether a failure's text says it tried to reach a host outside: a public name that could
+/// not be resolved, or a network that cannot be reached. A name with no dot, or a local one,
+/// is a typo or a test host the code is the model's to fix.
+fn reached_out(text: &str) -> bool {
+    if text.contains("Network is unreachable") {
+        return true;
+    }
+    if !NO_NETWORK.iter().any(|sign| text.contains(sign)) {
+        return false;
+    }
+    let local = [
+        ".local",
+        ".localhost",
+        ".test",
+        ".invalid",
+        ".example",
+        ".internal",
+    ];
+    signs()
+        .host
+        .captures_iter(text)
+        .filter_map(|c| (1..=5).find_map(|i| c.get(i)).map(|m| m.as_str()))
+        .any(|host| {
+            let host = host.trim_end_matches(['.', ',', ')']);
+            host.contains('.')
+                && !local.iter().any(|l| host.ends_with(l))
+                && !host.chars().all(|c| c.is_ascii_digit() || c == '.')
+        })
+}
+
 /// Failing tests that reached for the network: no test run here has one, so no change can
 /// make them pass, and a run held to every test could never end `passed`.
 fn needs_network(result: &TestResult) -> Option<String> {
-    let offline = |text: &str| NO_NETWORK.iter().any(|sign| text.contains(sign));
     let names: Vec<&str> = result
         .failing
         .iter()
-        .filter(|f| f.detail.as_deref().is_some_and(offline))
+        .filter(|f| f.detail.as_deref().is_some_and(reached_out))
         .map(|f| f.name.as_str())
         .collect();
     let which = match names.as_slice() {
@@ -310,7 +541,7 @@ fn needs_network(result: &TestResult) -> Option<String> {
         many => format!("{} tests need", many.len()),
     };
     let deselect = match result.runner {
-        super::Runner::Pytest => format!(
+        Runner::Pytest => format!(
             " (with pytest: `git config agent-git.testCmd \"{} {}\"`)",
             result.command,
             names
@@ -366,15 +597,14 @@ fn nothing_loaded(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     if !conftest && !every_module_failed_to_load(result) {
         return None;
     }
-    let module = signs()
-        .missing_module
-        .captures_iter(&result.tail)
-        .map(|c| c[1].to_string())
-        .next()?;
+    let module = missing_modules(&result.tail).next()?;
     let first = first_line_with(&result.tail, "No module named").unwrap_or_default();
     let first = first.trim_start_matches("E ").trim();
-    let key = module.to_lowercase();
-    let why = match facts.python_modules.get(&module).map(String::as_str) {
+    let top = module.split('.').next().unwrap_or(&module);
+    let dotted = top != module;
+    let why = match facts.python_modules.get(top).map(String::as_str) {
+        // A module of the project's own package that is missing is the model's to write.
+        Some(_) if dotted => return None,
         Some("src") => format!(
             "`{module}` is under src/ and nothing puts src/ on the path (no editable install the \
              tests can see). Set `git config agent-git.testCmd \"PYTHONPATH=src python3 -m \
@@ -386,12 +616,17 @@ fn nothing_loaded(result: &TestResult, facts: &TreeFacts) -> Option<String> {
              run; set the command that runs them the way you do with `git config \
              agent-git.testCmd CMD`"
         ),
-        None if facts.declared.contains(&key) => format!(
-            "`{module}` is a dependency the project declares, and it is not installed for the \
+        None if facts.declared.contains(&top.to_lowercase()) => format!(
+            "`{top}` is a dependency the project declares, and it is not installed for the \
              python3 the tests run with (the tests have no network). Install the project's \
              dependencies (`pip install -e .` or `pip install -r requirements.txt`) in it, or \
              activate the venv that has them, then run agent-git again"
         ),
+        None if top == "pytest" && imported_by_a_test_file(&result.tail, top) => {
+            "the test files import pytest, which is not installed for the python3 the tests run \
+             with. Install it there (`python3 -m pip install pytest`, or in the project's venv)"
+                .to_string()
+        }
         None => return None,
     };
     let what = match conftest {
@@ -420,6 +655,22 @@ fn every_module_failed_to_load(result: &TestResult) -> bool {
                 && result.failing.iter().all(|f| load_failure(result, &f.name))
         }
     }
+}
+
+/// Whether a traceback in `output` shows a test file (or conftest.py) importing `module`.
+fn imported_by_a_test_file(output: &str, module: &str) -> bool {
+    let lines: Vec<&str> = output.lines().collect();
+    lines.windows(2).any(|pair| {
+        let Some(c) = signs().file_line.captures(pair[0]) else {
+            return false;
+        };
+        let name = c[1].rsplit('/').next().unwrap_or(&c[1]).to_string();
+        let test_file = super::detect::is_python_test_file(&name) || name == "conftest.py";
+        let line = pair[1].trim();
+        test_file
+            && (line.starts_with(&format!("import {module}"))
+                || line.starts_with(&format!("from {module}")))
+    })
 }
 
 /// Whether a failing test's name or detail says its module could not be imported.
@@ -547,7 +798,7 @@ mod tests {
             ("src/flask/__init__.py", ""),
             (
                 "pyproject.toml",
-                "dependencies = [\n    \"Werkzeug>=3.1.0\",\n]\n",
+                "[project]\nname = \"Flask\"\ndependencies = [\n    \"Werkzeug>=3.1.0\",\n]\n",
             ),
         ]);
         let why = cannot_run(&result, &tree).expect("cannot run");
@@ -576,6 +827,63 @@ mod tests {
             "{why}"
         );
         assert!(!why.contains("test_add"), "{why}");
+    }
+
+    #[test]
+    fn what_the_code_can_fix_is_no_stop_whatever_error_it_prints() {
+        let unit_errors = |module: &str, file: &str, import: &str| {
+            format!(
+                "E\n======\nERROR: tests.test_a (unittest.loader._FailedTest.tests.test_a)\n\
+                 ------\nImportError: Failed to import test module: tests.test_a\n\
+                 Traceback (most recent call last):\n  File \"{file}\", line 1, in <module>\n    \
+                 {import}\nModuleNotFoundError: No module named '{module}'\n\n------\n\
+                 Ran 1 test in 0.001s\n\nFAILED (errors=1)\n"
+            )
+        };
+        let own_project = facts(&[("pyproject.toml", "[project]\nname = \"calc\"\n")]);
+        let package = facts(&[("calc/__init__.py", "")]);
+        let none = TreeFacts::default();
+        let cases: Vec<(&str, String, i32, &TreeFacts)> = vec![
+            (
+                "npm test",
+                "Error: Cannot find module '../lib/calc'\nRequire stack:\n- test/calc.test.js\n".into(),
+                1,
+                &none,
+            ),
+            ("python3 -m unittest", unit_errors("calc", "tests/test_a.py", "import calc"), 1, &own_project),
+            ("python3 -m unittest", unit_errors("calc.ops", "tests/test_a.py", "from calc.ops import x"), 1, &package),
+            (
+                "make test",
+                "make: *** No rule to make target 'calc.c', needed by 'calc'.  Stop.\n".into(),
+                2,
+                &none,
+            ),
+            ("python3 -m unittest", unit_errors("pytest", "calc.py", "import pytest"), 1, &none),
+            (
+                "python3 -m unittest",
+                "F\nFAIL: test_cli (test_cli.T.test_cli)\n----\nAssertionError: 2 != 0 : python3: can't open file 'cli.py': [Errno 2] No such file or directory\n\n----\nRan 1 test in 0.01s\n\nFAILED (failures=1)\n".into(),
+                1,
+                &none,
+            ),
+            (
+                "python3 -m pytest -q",
+                "FAILED test_client.py::test_get - urllib.error.URLError: <urlopen error [Errno -2] Name or service not known> host='locahost'\n1 failed in 0.1s\n".into(),
+                1,
+                &none,
+            ),
+        ];
+        for (command, output, code, tree) in cases {
+            let result = first_run(command, &output, code);
+            assert_eq!(cannot_run(&result, tree), None, "{command}: {output}");
+        }
+    }
+
+    #[test]
+    fn a_test_file_that_does_not_compile_is_the_commits_failure_for_a_check() {
+        let output = "E     File \"test_calc.py\", line 3\nE   SyntaxError: invalid syntax\n1 error in 0.05s\n";
+        let result = first_run("python3 -m pytest -q", output, 2);
+        assert!(cannot_run(&result, &TreeFacts::default()).is_some());
+        assert_eq!(cannot_run_here(&result, &TreeFacts::default()), None);
     }
 
     #[test]

@@ -7,6 +7,15 @@
 use super::{Case, Checked, Counts, Runner, Status, TestResult};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// Says which of the given test functions change their parameter ids from run to run.
+pub type Unstable<'u> = &'u mut dyn FnMut(&[String]) -> Vec<String>;
+
+/// The test function of a parametrized test's name: `t.py::test_x` of `t.py::test_x[3-4]`.
+fn function_of(name: &str) -> Option<String> {
+    name.split_once('[')
+        .map(|(function, _)| function.to_string())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inventory {
     tests: BTreeMap<String, Status>,
@@ -110,8 +119,9 @@ impl Inventory {
     /// The tests of the inventory that `cases` lacks, or shows skipped where they ran before,
     /// and the skipped tests of files that could not be collected before any change. A test
     /// that ran and failed is not vanished: it is failing. Also the test functions whose
-    /// parameter ids changed but whose number of tests did not: matched by count.
-    pub fn vanished(&self, cases: &[Case]) -> (Vec<String>, Vec<String>) {
+    /// parameter ids all changed, and whose number of tests did not, that `unstable` confirms
+    /// change from run to run of the same tree: matched by count.
+    pub fn vanished(&self, cases: &[Case], unstable: Unstable) -> (Vec<String>, Vec<String>) {
         let now: BTreeMap<&str, Status> =
             cases.iter().map(|c| (c.name.as_str(), c.status)).collect();
         let mut gone: Vec<String> = self
@@ -124,7 +134,7 @@ impl Inventory {
             })
             .map(|(name, _)| name.clone())
             .collect();
-        let matched = self.matched_by_count(&mut gone, cases);
+        let matched = self.matched_by_count(&mut gone, cases, unstable);
         gone.extend(
             cases
                 .iter()
@@ -135,15 +145,23 @@ impl Inventory {
         (gone, matched)
     }
 
-    /// Takes out of `gone` the parametrized tests (`test_x[id]`) whose function ran as many
-    /// new ids, none skipped, as it lost: ids built from the time or a random seed change
-    /// from run to run of the same tree. Returns those functions.
-    fn matched_by_count(&self, gone: &mut Vec<String>, cases: &[Case]) -> Vec<String> {
-        let stem = |name: &str| name.split_once('[').map(|(s, _)| s.to_string());
-        let lost: BTreeSet<String> = gone.iter().filter_map(|name| stem(name)).collect();
-        let mut matched = Vec::new();
+    /// Takes out of `gone` the parametrized tests (`test_x[id]`) of each function none of whose
+    /// ids is left (not even skipped) and that ran as many new ids, none skipped, as it lost,
+    /// where `unstable` confirms that its ids change from run to run of the same tree (built
+    /// from the time or a random seed). Returns those functions.
+    fn matched_by_count(
+        &self,
+        gone: &mut Vec<String>,
+        cases: &[Case],
+        unstable: Unstable,
+    ) -> Vec<String> {
+        let lost: BTreeSet<String> = gone.iter().filter_map(|name| function_of(name)).collect();
+        let mut candidates = Vec::new();
         for function in lost {
-            let in_function = |name: &str| stem(name).as_deref() == Some(function.as_str());
+            let in_function = |name: &str| function_of(name).as_deref() == Some(function.as_str());
+            let left = cases
+                .iter()
+                .any(|c| in_function(&c.name) && self.tests.contains_key(&c.name));
             let missing = gone.iter().filter(|n| in_function(n)).count();
             let new: Vec<&Case> = cases
                 .iter()
@@ -152,18 +170,52 @@ impl Inventory {
             let ran = new
                 .iter()
                 .all(|c| matches!(c.status, Status::Passed | Status::Failed));
-            if new.len() == missing && ran {
-                gone.retain(|n| !in_function(n));
-                matched.push(function);
+            if !left && new.len() == missing && ran {
+                candidates.push(function);
             }
         }
+        if candidates.is_empty() {
+            return candidates;
+        }
+        let matched = unstable(&candidates);
+        gone.retain(|n| !function_of(n).is_some_and(|f| matched.contains(&f)));
         matched
+    }
+
+    /// The parametrized test functions whose ids in `again`, a second run of the tree the
+    /// inventory was taken from, are not the inventory's: their ids change from run to run.
+    pub fn unstable_functions(&self, again: &[Case]) -> Vec<String> {
+        let ids = |names: &mut dyn Iterator<Item = &str>| {
+            let mut by_function: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for name in names {
+                if let Some(function) = function_of(name) {
+                    by_function
+                        .entry(function)
+                        .or_default()
+                        .insert(name.to_string());
+                }
+            }
+            by_function
+        };
+        let before = ids(&mut self.tests.keys().map(String::as_str));
+        let now = ids(&mut again.iter().map(|c| c.name.as_str()));
+        before
+            .into_iter()
+            .filter(|(function, names)| now.get(function) != Some(names))
+            .map(|(function, _)| function)
+            .collect()
     }
 
     /// Holds a result to the inventory, by name where both name their tests, else by count:
     /// what vanished is named or counted, and the verdict is no longer `passed` if anything
     /// did.
     pub fn check(inventory: Option<&Inventory>, result: &mut TestResult) {
+        Inventory::check_with(inventory, result, &mut |_| Vec::new());
+    }
+
+    /// `check`, where `unstable` says which of the test functions whose parameter ids all
+    /// changed change them from run to run of the same tree: those are matched by count.
+    pub fn check_with(inventory: Option<&Inventory>, result: &mut TestResult, unstable: Unstable) {
         let Some(inventory) = inventory else {
             result.checked = Checked::ByExitCode;
             return;
@@ -180,7 +232,7 @@ impl Inventory {
             .filter(|_| result.named_by_report || !inventory.by_report);
         match (names_now, result.counts) {
             (Some(cases), _) if named => {
-                (result.vanished, result.matched_by_count) = inventory.vanished(cases);
+                (result.vanished, result.matched_by_count) = inventory.vanished(cases, unstable);
             }
             // Named before, by a report or in full, and not now: every test is unaccounted for.
             (None, counts) if named && (inventory.by_report || counts.is_none()) => {
@@ -193,7 +245,7 @@ impl Inventory {
             (cases, now) => {
                 if let Some(cases) = cases {
                     // A skip in a file that did not load before any change is still a dodge.
-                    result.vanished = inventory.vanished(cases).0;
+                    result.vanished = inventory.vanished(cases, &mut |_| Vec::new()).0;
                 }
                 if result.checked == Checked::ByName {
                     result.checked = Checked::ByCount;
@@ -426,11 +478,16 @@ mod tests {
             1,
         );
         let inventory = Inventory::of(&baseline).unwrap();
-        let run = |cases| {
+        let run_confirmed = |cases, confirmed: bool| {
             let mut now = result(Some(cases), 0);
-            Inventory::check(Some(&inventory), &mut now);
+            let mut unstable = |functions: &[String]| match confirmed {
+                true => functions.to_vec(),
+                false => Vec::new(),
+            };
+            Inventory::check_with(Some(&inventory), &mut now, &mut unstable);
             now
         };
+        let run = |cases| run_confirmed(cases, true);
         let later = run(vec![
             case("t.py::test_now[1764000091]", Status::Passed),
             case("t.py::test_now[1764000092]", Status::Passed),
@@ -449,5 +506,37 @@ mod tests {
             case("t.py::test_add", Status::Passed),
         ]);
         assert!(!skipped.passed, "a new id that was skipped is not a match");
+        let one_kept = run(vec![
+            case("t.py::test_now[1764000001]", Status::Skipped),
+            case("t.py::test_now[1764000092]", Status::Passed),
+            case("t.py::test_add", Status::Passed),
+        ]);
+        assert!(
+            !one_kept.passed,
+            "an id that is still there, skipped, is no drift"
+        );
+        let stable = run_confirmed(
+            vec![
+                case("t.py::test_now[1764000091]", Status::Passed),
+                case("t.py::test_now[1764000092]", Status::Passed),
+                case("t.py::test_add", Status::Passed),
+            ],
+            false,
+        );
+        assert!(
+            !stable.passed,
+            "ids that a second run of the base keeps are other tests now"
+        );
+        assert_eq!(stable.vanished.len(), 2);
+        let again = [
+            case("t.py::test_now[1764000051]", Status::Failed),
+            case("t.py::test_now[1764000052]", Status::Failed),
+            case("t.py::test_add", Status::Failed),
+        ];
+        assert_eq!(inventory.unstable_functions(&again), vec!["t.py::test_now"]);
+        assert_eq!(
+            inventory.unstable_functions(&baseline.cases.unwrap()),
+            Vec::<String>::new()
+        );
     }
 }

@@ -13,7 +13,7 @@ pub use cases::{
 };
 pub use detect::{collected, detect, guess_runner, Collected, Detected, Python};
 pub use environment::TreeFacts;
-pub use inventory::Inventory;
+pub use inventory::{Inventory, Unstable};
 pub use parse::{node_dot_counts, parse_output, Counts, Failure, Parsed};
 
 use std::time::Duration;
@@ -109,6 +109,13 @@ impl TestPlan {
         environment::cannot_run(result, &self.facts)
     }
 
+    /// Why `result` shows that these tests cannot be run here, for a check that tests a
+    /// commit rather than changes it: the environment's reasons only (a test file that does
+    /// not compile is the commit's failure).
+    pub fn cannot_run_here(&self, result: &TestResult) -> Option<String> {
+        environment::cannot_run_here(result, &self.facts)
+    }
+
     /// The shell command line, given where the built-in runner's script was written.
     pub fn command_line(&self, runner_script: &std::path::Path) -> String {
         match &self.command {
@@ -187,6 +194,12 @@ pub struct TestResult {
     /// Whose output this is: a known runner prints its counts on every run.
     #[serde(skip)]
     pub runner: Runner,
+    /// The counts the output itself printed (`counts` may come from a report file instead).
+    #[serde(skip)]
+    pub printed_counts: Option<Counts>,
+    /// Whether the output shows pytest's progress line (`..F.s [100%]`): pytest ran tests.
+    #[serde(skip)]
+    pub printed_progress: bool,
     /// The last lines of the output, capped.
     pub tail: String,
     /// The same tree was tested earlier in the run: this is that result, not a new run.
@@ -246,6 +259,8 @@ impl TestResult {
             checked: Checked::ByExitCode,
             named_by_report,
             runner: plan.runner,
+            printed_counts: parsed.counts,
+            printed_progress: output.lines().any(parse::is_pytest_progress),
             tail: tail(output, TAIL_LINES, TAIL_BYTES),
             cached: false,
         }
@@ -257,6 +272,17 @@ impl TestResult {
         self.tail = format!(
             "[harness: the tests passed only in the run whose runner was asked for a report \
              file; run as anyone runs them, they failed]\n{}",
+            self.tail
+        );
+        self
+    }
+
+    /// This run of the plain command, which exited 0 but whose output does not back the
+    /// pass a report file claimed (`why`): not a pass.
+    pub fn disputed_by(mut self, why: &str) -> Self {
+        self.passed = false;
+        self.tail = format!(
+            "[harness: the tests passed only by the report file the runner was asked for; {why}]\n{}",
             self.tail
         );
         self
@@ -280,6 +306,8 @@ impl TestResult {
             checked: Checked::ByExitCode,
             named_by_report: false,
             runner: Runner::Other,
+            printed_counts: None,
+            printed_progress: false,
             tail: why.to_string(),
             cached: false,
         }

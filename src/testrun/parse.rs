@@ -64,6 +64,17 @@ fn patterns() -> &'static Patterns {
     })
 }
 
+/// Whether `line` is pytest's progress line: one letter per test, then its percentage.
+pub fn is_pytest_progress(line: &str) -> bool {
+    let (marks, rest) = match line.rsplit_once(" [") {
+        Some((marks, rest)) => (marks.trim_end(), Some(rest)),
+        None => (line.trim_end(), None),
+    };
+    !marks.is_empty()
+        && marks.chars().all(|c| ".FsxXEu".contains(c))
+        && rest.is_none_or(|r| r.trim_start().ends_with("%]"))
+}
+
 /// The counts of node's dot reporter (`--test-reporter=dot`): a `.` for each test that did
 /// not fail (a skipped one too), an `X` for each failure, on lines of nothing else. Read only
 /// for node, where no other output looks like that.

@@ -67,6 +67,9 @@ pub struct Verifier<'a> {
     tested: RefCell<std::collections::HashMap<git2::Oid, TestResult>>,
     /// The base's result, when it was tested before the work tree existed.
     adopted: RefCell<Option<TestResult>>,
+    /// The parametrized test functions whose ids a second run of the base showed to change
+    /// from run to run; None until a run needs to know.
+    unstable: RefCell<Option<Vec<String>>>,
 }
 
 impl<'a> Verifier<'a> {
@@ -103,6 +106,7 @@ impl<'a> Verifier<'a> {
             inventory: RefCell::new(None),
             tested: RefCell::new(std::collections::HashMap::new()),
             adopted: RefCell::new(None),
+            unstable: RefCell::new(None),
         })
     }
 
@@ -138,8 +142,35 @@ impl<'a> Verifier<'a> {
             .workspace
             .verification_tree(self.tester.setup.protection)?;
         let mut result = self.test_once(tree)?;
-        Inventory::check(self.inventory.borrow().as_ref(), &mut result);
+        let mut unstable = |functions: &[String]| self.unstable_among(functions);
+        Inventory::check_with(self.inventory.borrow().as_ref(), &mut result, &mut unstable);
         Ok(result)
+    }
+
+    /// Which of `functions` change their parameter ids from run to run of the same tree: the
+    /// base is tested once more (once a run) and its ids compared with the inventory's. A base
+    /// that cannot be tested again confirms none.
+    fn unstable_among(&self, functions: &[String]) -> Vec<String> {
+        let mut known = self.unstable.borrow_mut();
+        if known.is_none() {
+            let again = self
+                .workspace
+                .base_tree()
+                .ok()
+                .and_then(|base| self.tester.test(base).ok())
+                .and_then(|result| result.cases);
+            let inventory = self.inventory.borrow();
+            *known = Some(match (again, inventory.as_ref()) {
+                (Some(cases), Some(inventory)) => inventory.unstable_functions(&cases),
+                _ => Vec::new(),
+            });
+        }
+        let unstable = known.as_deref().unwrap_or_default();
+        functions
+            .iter()
+            .filter(|f| unstable.contains(f))
+            .cloned()
+            .collect()
     }
 
     /// `tree`'s result: from the run that tested it before, if one did, else from a new one.
@@ -267,6 +298,9 @@ impl<'a> TreeTester<'a> {
             if !plain.passed {
                 return Ok(plain.disputed());
             }
+            if let Some(why) = self.counts_disagree(&result, &plain) {
+                return Ok(plain.disputed_by(&why));
+            }
         }
         Ok(result)
     }
@@ -292,6 +326,37 @@ impl<'a> TreeTester<'a> {
             root.starts_with(&dir) || dir.starts_with(root)
         };
         self.setup.sandbox.confines() && !self.setup.sandbox.allowed_writes().iter().any(reaches)
+    }
+
+    /// Why the plain run's own summary does not back the pass its report claimed: a runner
+    /// that always prints its counts printed none, or other ones. (A process that wrote the
+    /// report itself and ended early passes no test run as anyone runs it.)
+    fn counts_disagree(&self, reported: &TestResult, plain: &TestResult) -> Option<String> {
+        let claimed = reported.counts.map_or(0, |c| c.passed + c.failed);
+        let silent = plain.printed_counts.is_none() && !plain.printed_progress;
+        match (reported.printed_counts, plain.printed_counts) {
+            (_, Some(printed)) if reported.counts.is_some_and(|c| c.passed != printed.passed) => {
+                Some(format!(
+                    "the report said {} passed, the run as anyone runs it printed {}",
+                    reported.counts.map_or(0, |c| c.passed),
+                    printed.passed
+                ))
+            }
+            (Some(_), None) => Some("the run as anyone runs it printed no summary".into()),
+            // Our own runner always prints one; pytest at least its progress (even with -qq).
+            _ if claimed > 0 && silent && self.prints_what_it_ran() => {
+                Some("the run as anyone runs it printed nothing of the tests it ran".into())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the runner prints something of every test it runs, whatever its verbosity.
+    fn prints_what_it_ran(&self) -> bool {
+        matches!(
+            self.setup.plan.runner,
+            Runner::Pytest | Runner::BuiltinPython
+        )
     }
 
     /// Whether the runner is told (through the environment) where to write its results.
