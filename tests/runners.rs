@@ -163,6 +163,27 @@ fn the_builtin_runner_runs_plain_test_classes_as_pytest_does() {
 }
 
 #[test]
+fn the_builtin_runner_runs_doctest_files_as_pytest_does() {
+    let env = TestEnv::new();
+    // pytest's --doctest-glob is test*.txt, in every folder it enters: one test per file.
+    let usage = "Adding:\n\n>>> from calc import add\n>>> add(2, 3)\n5\n";
+    let (code, report) = builtin_verdict(
+        &env,
+        &[
+            ("calc.py", CALC),
+            ("tests/test_multiply.py", TEST_MULTIPLY),
+            ("docs/test_usage.txt", usage),
+        ],
+    );
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        report.contains("Tests (built-in Python runner): 1 passed, 1 failed")
+            && report.contains("docs/test_usage.txt::test_usage.txt"),
+        "{report}"
+    );
+}
+
+#[test]
 fn the_builtin_runner_fails_a_run_whose_setup_module_or_teardown_module_raises() {
     let env = TestEnv::new();
     let raising = |hook: &str, why: &str| {
@@ -249,11 +270,105 @@ fn the_builtin_runner_stops_at_what_only_pytest_honours() {
             ),
             "pyproject.toml has pytest settings ([tool.pytest.ini_options])",
         ),
+        (
+            (
+                "test_plugins.py",
+                "pytest_plugins = ['pytester']\n\n\ndef test_plugged():\n    pass\n",
+            ),
+            "test_plugins.py names pytest_plugins for pytest to load",
+        ),
+        (
+            (
+                "test_usage.txt",
+                ">>> getfixture('tmp_path').is_dir()\nTrue\n",
+            ),
+            "test_usage.txt calls getfixture, which pytest gives its doctests (line 1)",
+        ),
     ] {
         let (code, output, wrote_results) = run_builtin_runner(&[test_ok, file]);
         let stopped = (5, format!("{NEEDS_PYTEST}{why}\n"), false);
         assert_eq!((code, output, wrote_results), stopped);
     }
+}
+
+/// The built-in runner's output on `files`, where it fails the run as pytest does: exit 1,
+/// each test it ran and each file it could not import in the results.
+fn builtin_failure(files: &[(&str, &str)]) -> String {
+    let (code, output, wrote_results) = run_builtin_runner(files);
+    assert_eq!((code, wrote_results), (1, true), "{output}");
+    output
+}
+
+const PAIR: &str = "def pair():\n    return (1, 2)\n";
+
+fn test_pair(import: &str) -> String {
+    format!("{import}\n\n\ndef test_pair():\n    assert pair() == (1, 2)\n")
+}
+
+#[test]
+fn the_builtin_runner_imports_a_test_file_outside_packages_by_its_bare_name_as_pytest_does() {
+    // pytest's prepend import mode: both are the module test_calc, so the second is refused.
+    let output = builtin_failure(&[
+        ("tests/unit/test_calc.py", "def test_unit():\n    pass\n"),
+        (
+            "tests/integration/test_calc.py",
+            "def test_integration():\n    pass\n",
+        ),
+    ]);
+    assert!(
+        output.contains("tests/integration/test_calc.py::test_integration PASSED\n")
+            && output.contains("ERROR tests/unit/test_calc.py - import file mismatch: "),
+        "{output}"
+    );
+}
+
+#[test]
+fn the_builtin_runner_puts_a_package_of_tests_on_sys_path_from_above_as_pytest_does() {
+    // tests/ is a package: pytest puts the root on sys.path, never tests/ itself.
+    let output = builtin_failure(&[
+        ("tests/__init__.py", ""),
+        ("tests/helpers.py", PAIR),
+        ("tests/test_pair.py", &test_pair("from helpers import pair")),
+    ]);
+    assert!(
+        output
+            .contains("ERROR tests/test_pair.py - ModuleNotFoundError: No module named 'helpers'"),
+        "{output}"
+    );
+}
+
+#[test]
+fn the_builtin_runner_gives_a_test_file_outside_packages_no_package_as_pytest_does() {
+    let output = builtin_failure(&[
+        ("tests/helpers.py", PAIR),
+        (
+            "tests/test_pair.py",
+            &test_pair("from .helpers import pair"),
+        ),
+    ]);
+    let why = "ImportError: attempted relative import with no known parent package";
+    assert!(
+        output.contains(&format!("ERROR tests/test_pair.py - {why}")),
+        "{output}"
+    );
+}
+
+#[test]
+fn the_builtin_runner_sets_up_a_package_from_its_init_as_pytest_does() {
+    let ok = "def test_ok():\n    pass\n";
+    let output = builtin_failure(&[
+        (
+            "tests/__init__.py",
+            "def setup_module():\n    raise RuntimeError('no database')\n",
+        ),
+        ("tests/test_db.py", ok),
+        ("test_top.py", ok),
+    ]);
+    assert!(
+        output.contains("test_top.py::test_ok PASSED\n")
+            && output.contains("ERROR tests/test_db.py::test_ok - RuntimeError: no database"),
+        "{output}"
+    );
 }
 
 /// A real fix, in the default sandbox, with the runner users have: each project fixed, every

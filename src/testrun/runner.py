@@ -1,15 +1,18 @@
 """agent-git's built-in test runner: needs only Python's standard library.
 
 Default mode: runs what pytest would for the conventions that need no pytest: files
-test_*.py and *_test.py in the folders pytest enters; their test* functions, the tests of
-their unittest.TestCase classes, and of their Test* classes without __init__ (one instance
-per test); pytest's xunit setups (setup_module, setup_function, setup_class, setup_method and
-their teardowns). Tests are named by pytest's node ids. Prints one "path::name STATUS" line
-per test, then each failure in full, then "FAILED path::name - why" lines (ERROR when a setup
-or teardown failed) and a final "N passed, M failed" line.
+test_*.py and *_test.py in the folders pytest enters, imported as pytest's default import
+mode (prepend) imports them; their test* functions, the tests of their unittest.TestCase
+classes, and of their Test* classes without __init__ (one instance per test); pytest's xunit
+setups (setup_module, setup_function, setup_class, setup_method and their teardowns, and a
+package's setup_module in its __init__.py); the doctest files test*.txt, each one test, as
+pytest's doctest plugin runs them. Tests are named by pytest's node ids. Prints one
+"path::name STATUS" line per test, then each failure in full, then "FAILED path::name - why"
+lines (ERROR when a setup or teardown failed) and a final "N passed, M failed" line.
 
-What only pytest can honour (pytest settings, a conftest.py, a test file importing pytest, a
-test taking fixture arguments) stops the run before any test runs: one line
+What only pytest can honour (pytest settings, a conftest.py, a test file importing pytest or
+naming pytest_plugins, a test taking fixture arguments, a doctest file using getfixture or
+pytest's option flags) stops the run before any test runs: one line
 "agent-git-runner: needs pytest: WHAT", no results file, exit status 5.
 
 --unittest: what `python3 -m unittest discover` runs (so load_tests is honoured), printed
@@ -25,7 +28,7 @@ were no tests or they need pytest.
 import ast
 import fnmatch
 import functools
-import importlib.util
+import importlib
 import inspect
 import json
 import os
@@ -35,6 +38,8 @@ import unittest
 
 RUNNER = os.path.abspath(__file__)
 UNITTEST_DIR = os.path.dirname(os.path.abspath(unittest.__file__))
+IMPORTLIB = os.path.abspath(importlib.__file__)
+DOCTEST = os.path.join(os.path.dirname(UNITTEST_DIR), "doctest.py")  # imported only when needed
 SEVERITY = {"skipped": 0, "passed": 1, "failed": 2, "error": 3}
 PROGRESS_WORD = {"passed": "PASSED", "failed": "FAILED", "skipped": "SKIPPED", "error": "ERROR"}
 FAILED_IMPORT = "unittest.loader._FailedTest."
@@ -42,8 +47,10 @@ NOT_RUN = "did not run: a class or module fixture failed"
 NO_TESTS = 5
 NEEDS_PYTEST = "agent-git-runner: needs pytest: "
 NEEDS_PYTEST_EXIT = 5
-# pytest's defaults: python_files, norecursedirs (and __pycache__), and where it reads settings.
+# pytest's defaults: python_files, --doctest-glob, norecursedirs (and __pycache__), and where
+# it reads settings.
 TEST_FILES = ("test_*.py", "*_test.py")
+DOCTEST_FILES = ("test*.txt",)
 NOT_ENTERED = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}",
                "__pycache__")
 PYTEST_SETTINGS = (
@@ -55,6 +62,8 @@ PYTEST_SETTINGS = (
     ("setup.cfg", "[tool:pytest]"),
 )
 ASYNC_TEST = "async def functions are not natively supported (pytest fails them without a plugin)"
+# The doctest option flags pytest adds (its doctest files may use them; plain doctest has none).
+PYTEST_DOCTEST_FLAGS = ("ALLOW_UNICODE", "ALLOW_BYTES", "NUMBER")
 
 
 class NeedsPytest(Exception):
@@ -62,7 +71,11 @@ class NeedsPytest(Exception):
 
 
 class CollectError(Exception):
-    """What makes pytest fail a whole file as it collects it."""
+    """What makes pytest fail a whole file as it collects it: why in a line, and in full."""
+
+    def __init__(self, why, details=None):
+        super().__init__(why)
+        self.details = details or f"{why}\n"
 
 
 class Outcomes:
@@ -105,11 +118,12 @@ class Outcomes:
 
 
 def keep_frame(filename):
-    """Frames a reader wants: not the runner's own, nor unittest's or importlib's plumbing."""
+    """Frames a reader wants: not the runner's own, nor unittest's, doctest's or importlib's
+    plumbing."""
     if filename.startswith("<frozen importlib"):
         return False
     path = os.path.abspath(filename)
-    return path != RUNNER and not path.startswith(UNITTEST_DIR + os.sep)
+    return path not in (RUNNER, IMPORTLIB, DOCTEST) and not path.startswith(UNITTEST_DIR + os.sep)
 
 
 def trimmed(exc_type, exc, tb):
@@ -321,7 +335,9 @@ def tree(root):
                     visit(entry.path)
             elif entry.name == "conftest.py":
                 conftests.append(os.path.relpath(entry.path, root))
-            elif any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in TEST_FILES):
+            elif is_doctest_file(entry.name) or any(
+                fnmatch.fnmatchcase(entry.name, pattern) for pattern in TEST_FILES
+            ):
                 tests.append(os.path.relpath(entry.path, root))
 
     visit(root)
@@ -349,6 +365,21 @@ def is_pytest_module(name):
     return top in ("pytest", "_pytest") or top.startswith("pytest_")
 
 
+def is_doctest_file(name):
+    return any(fnmatch.fnmatchcase(os.path.basename(name), pattern) for pattern in DOCTEST_FILES)
+
+
+def imports_pytest(node):
+    """Whether an ast node imports pytest (or a plugin of it)."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and not node.level:
+        names = [node.module]
+    else:
+        return False
+    return any(is_pytest_module(name) for name in names)
+
+
 def pytest_import_line(path):
     """The line where a test file imports pytest (or a plugin of it), or None."""
     try:
@@ -357,14 +388,45 @@ def pytest_import_line(path):
     except (OSError, SyntaxError, ValueError):  # importing it will report what is wrong
         return None
     for node in ast.walk(parsed):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and not node.level:
-            names = [node.module]
-        else:
-            continue
-        if any(is_pytest_module(name) for name in names):
+        if imports_pytest(node):
             return node.lineno
+    return None
+
+
+def read_doctest(full):
+    """A doctest file as pytest's doctest plugin reads it: UTF-8, run as __main__, named by
+    its file name; pytest's own option flags parse, as under pytest."""
+    import doctest  # only for a doctest file: pytest imports doctest no sooner either
+
+    for flag in PYTEST_DOCTEST_FLAGS:
+        doctest.register_optionflag(flag)
+    with open(full, encoding="utf-8") as source:
+        text = source.read()
+    globs = {"__name__": "__main__"}
+    return doctest.DocTestParser().get_doctest(text, globs, os.path.basename(full), full, 0)
+
+
+def doctest_needs_pytest(path):
+    """What in a doctest file only pytest gives: its getfixture, its option flags, pytest."""
+    import doctest
+
+    try:
+        test = read_doctest(os.path.abspath(path))
+    except (OSError, ValueError):  # collecting it will report what is wrong
+        return None
+    pytest_flags = [doctest.OPTIONFLAGS_BY_NAME[flag] for flag in PYTEST_DOCTEST_FLAGS]
+    for example in test.examples:
+        line = test.lineno + example.lineno + 1
+        if any(example.options.get(flag) for flag in pytest_flags):
+            return f"{path} uses a doctest option flag of pytest's (line {line})"
+        try:
+            nodes = list(ast.walk(ast.parse(example.source)))
+        except (SyntaxError, ValueError):  # running it will report what is wrong
+            continue
+        if any(imports_pytest(node) for node in nodes):
+            return f"{path} imports pytest (line {line})"
+        if any(isinstance(node, ast.Name) and node.id == "getfixture" for node in nodes):
+            return f"{path} calls getfixture, which pytest gives its doctests (line {line})"
     return None
 
 
@@ -376,41 +438,94 @@ def needs_pytest_unseen(files, conftests):
     if conftests:
         return f"{conftests[0]}: pytest loads conftest.py files (fixtures, hooks, plugins)"
     for path in files:
-        line = pytest_import_line(path)
-        if line:
-            return f"{path} imports pytest (line {line})"
+        if is_doctest_file(path):
+            why = doctest_needs_pytest(path)
+        else:
+            line = pytest_import_line(path)
+            why = line and f"{path} imports pytest (line {line})"
+        if why:
+            return why
     return None
 
 
-def load(root, path):
-    """The test file at `path` under `root`, wherever an earlier one left the directory."""
-    full = os.path.join(root, path)
-    for entry in (root, os.path.dirname(full)):
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    name = os.path.splitext(path)[0].replace(os.sep, ".")
-    spec = importlib.util.spec_from_file_location(name, full)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+def root_and_name(full):
+    """Where pytest's default import mode (prepend) imports a file from, and its module name:
+    from above its outermost package, dotted; else from its own folder, by its bare name."""
+    top, folder = None, os.path.dirname(full)
+    while (os.path.isfile(os.path.join(folder, "__init__.py"))
+           and os.path.basename(folder).isidentifier()):
+        top, folder = folder, os.path.dirname(folder)
+    if top is None:
+        return os.path.dirname(full), os.path.splitext(os.path.basename(full))[0]
+    names = os.path.splitext(os.path.relpath(full, os.path.dirname(top)))[0].split(os.sep)
+    if names[-1] == "__init__":
+        names.pop()
+    return os.path.dirname(top), ".".join(names)
+
+
+def import_path(full):
+    """The module at `full`, imported as pytest's prepend mode does: its root put first on
+    sys.path (for good), a real import by name, and the same name from elsewhere refused."""
+    root, name = root_and_name(full)
+    if sys.path[0] != root:  # even when it is further down: pytest puts it first again
+        sys.path.insert(0, root)
+    importlib.import_module(name)
+    module = sys.modules[name]
+    if os.path.basename(full) == "__init__.py":
+        return module
+    if os.environ.get("PY_IGNORE_IMPORTMISMATCH", "") == "1":  # pytest's own way out
+        return module
+    found = getattr(module, "__file__", None)
+    if found is None or not same_file(full, module_source(found)):
+        raise import_mismatch(name, found, full)
     return module
+
+
+def module_source(found):
+    if found.endswith((".pyc", ".pyo")):
+        found = found[:-1]
+    return found.removesuffix(os.sep + "__init__.py")
+
+
+def same_file(one, other):
+    try:
+        return os.path.samefile(one, other)
+    except FileNotFoundError:
+        return False
+
+
+def import_mismatch(name, found, full):
+    """pytest's collection error for a second test file of the same module name."""
+    details = (
+        f"import file mismatch:\nimported module {name!r} has this __file__ attribute:\n"
+        f"  {found}\nwhich is not the same as the test file we want to collect:\n  {full}\n"
+        "HINT: remove __pycache__ / .pyc files and/or use a unique basename for your test "
+        "file modules\n"
+    )
+    shown = os.path.relpath(found) if found else found
+    why = (f"import file mismatch: module {name!r} is already {shown} (test files in folders "
+           "without __init__.py need unique basenames)")
+    return CollectError(why, details)
 
 
 def pytest_loaded():
     return any(is_pytest_module(name) for name in list(sys.modules))
 
 
-def load_test_file(root, path):
-    """The module, unless it reaches for pytest through the modules it imports."""
+def load_test_file(full, label):
+    """The module, unless it reaches for pytest through the modules it imports or names
+    plugins for pytest to load."""
     before = pytest_loaded()
     try:
-        module = load(root, path)
+        module = import_path(full)
     except ModuleNotFoundError as exc:
         if is_pytest_module(exc.name):
-            raise NeedsPytest(f"{path} imports {exc.name} (through the modules it imports)")
+            raise NeedsPytest(f"{label} imports {exc.name} (through the modules it imports)")
         raise
     if not before and pytest_loaded():
-        raise NeedsPytest(f"{path} imports pytest (through the modules it imports)")
+        raise NeedsPytest(f"{label} imports pytest (through the modules it imports)")
+    if getattr(module, "pytest_plugins", None) is not None:
+        raise NeedsPytest(f"{label} names pytest_plugins for pytest to load")
     return module
 
 
@@ -423,8 +538,8 @@ class Test:
 
 
 class Scope:
-    """A module's or a class's setups, run before the first of its tests, as pytest does: an
-    error in one is each such test's error; its teardowns run after the last."""
+    """A package's, a module's or a class's setups, run before the first of its tests, as
+    pytest does: an error in one is each such test's error; its teardowns run after the last."""
 
     def __init__(self, fixtures):
         self.fixtures, self.owed, self.error, self.told = fixtures, [], None, False
@@ -444,21 +559,25 @@ def collect_all(outcomes):
     unseen = needs_pytest_unseen(files, conftests)
     if unseen:
         raise NeedsPytest(unseen)
-    tests = []
+    tests, packages = [], {}
     for path in files:
-        tests += collect_file(root, path, outcomes)
+        tests += collect_file(root, path, outcomes, package_scopes(root, path, packages))
     return tests
 
 
-def collect_file(root, path, outcomes):
+def collect_file(root, path, outcomes, scopes):
+    full = os.path.join(root, path)
     try:
-        tests = collect_module(path, load_test_file(root, path))
+        if is_doctest_file(path):
+            tests = collect_doctest(path, read_doctest(full), scopes)
+        else:
+            tests = collect_module(path, load_test_file(full, path), scopes)
     except NeedsPytest:
         raise
     except unittest.SkipTest:
         outcomes.record(path, "skipped")
     except CollectError as exc:
-        outcomes.problem(path, "error", str(exc), f"{exc}\n")
+        outcomes.problem(path, "error", str(exc), exc.details)
     except (Exception, SystemExit):  # a file that cannot be imported fails as a whole
         outcomes.problem(path, "error", *describe(sys.exc_info()))
     else:
@@ -468,16 +587,61 @@ def collect_file(root, path, outcomes):
     return [Test(path, [], None)]
 
 
-def collect_module(path, module):
+def package_scopes(root, path, packages):
+    """The setups of the packages a test file is in, outermost first: pytest makes a package
+    of each folder with an __init__.py from the root down, whatever is above it."""
+    folders = [root]
+    for part in os.path.dirname(path).split(os.sep) if os.path.dirname(path) else []:
+        folders.append(os.path.join(folders[-1], part))
+    scopes = []
+    for folder in folders:
+        init = os.path.join(folder, "__init__.py")
+        if os.path.isfile(init):
+            if folder not in packages:
+                packages[folder] = Scope(package_fixtures(init, os.path.relpath(init, root)))
+            scopes.append(packages[folder])
+    return scopes
+
+
+def package_fixtures(init, label):
+    """A package's setup, as pytest's: importing its __init__.py before its first test (for a
+    test file outside any package, the first time), then calling its setup_module."""
+    box = {}
+
+    def setup():
+        box["module"] = load_test_file(init, label)
+        module_fixture(box["module"], ("setUpModule", "setup_module"))
+
+    def teardown():
+        module_fixture(box["module"], ("tearDownModule", "teardown_module"))
+
+    return [(setup, teardown)]
+
+
+def module_fixture(module, names):
+    func = first_found(module, names)
+    if func is not None:
+        call_xunit(func, module)
+
+
+def collect_module(path, module, scopes):
     if not getattr(module, "__test__", True):
         return []
     fixtures = xunit(module, ("setUpModule", "setup_module"),
                      ("tearDownModule", "teardown_module"), module)
-    scopes = [Scope(fixtures)]
+    scopes = scopes + [Scope(fixtures)]
     tests = []
     for attr, obj in list(vars(module).items()):  # imported tests too: pytest collects them
         tests += collect_member([path], attr, obj, scopes, [], module)
     return tests
+
+
+def collect_doctest(path, test, scopes):
+    """A doctest file as one test of all its examples (none: no test), as pytest runs it."""
+    if not test.examples:
+        return []
+    name = f"{path}::{test.name}"
+    return [Test(name, scopes, lambda outcomes: call_doctest(outcomes, name, test))]
 
 
 def collect_member(ids, attr, obj, scopes, classes, module):
@@ -646,6 +810,8 @@ def set_up(fixtures, owed):
         try:
             if setup is not None:
                 setup()
+        except NeedsPytest:  # a package's __init__.py can reach for pytest as it is set up
+            raise
         except (Exception, SystemExit):
             return sys.exc_info()
         if teardown is not None:
@@ -704,6 +870,40 @@ def call_plain(outcomes, name, func):
             outcomes.problem(name, "failed", ASYNC_TEST, ASYNC_TEST + "\n")
         else:
             outcomes.record(name, "passed")
+
+
+def call_doctest(outcomes, name, test):
+    """A doctest file's examples as pytest runs them: ELLIPSIS on, stopping at the first that
+    fails; skipped when every example is +SKIP."""
+    import doctest
+
+    if all(example.options.get(doctest.SKIP, False) for example in test.examples):
+        outcomes.record(name, "skipped")
+        return
+    try:
+        doctest.DebugRunner(verbose=False, optionflags=doctest.ELLIPSIS).run(test)
+    except (doctest.DocTestFailure, doctest.UnexpectedException) as failure:
+        outcomes.problem(name, "failed", *doctest_failed(failure))
+    else:
+        outcomes.record(name, "passed")
+
+
+def doctest_failed(failure):
+    """(why, in full) of the doctest example that printed what it should not, or raised."""
+    import doctest
+
+    test, example = failure.test, failure.example
+    line = test.lineno + example.lineno + 1
+    source = "".join(f"    {text}\n" for text in example.source.splitlines())
+    header = f'File "{test.filename}", line {line}, in {test.name}\nFailed example:\n{source}'
+    if isinstance(failure, doctest.UnexpectedException):
+        why, details = describe(failure.exc_info)
+        return f"line {line}: {why}", f"{header}Exception raised:\n{details}"
+    got = failure.got
+    difference = doctest.OutputChecker().output_difference(example, got, doctest.REPORT_UDIFF)
+    why = (f"line {line}: {short_repr(example.want.strip(), 80)} expected, "
+           f"got {short_repr(got.strip(), 80)}")
+    return why, header + difference
 
 
 def function_test(module, func, name, scopes):
