@@ -61,7 +61,8 @@ pub fn tests_for_plan(
     plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
     let files = tree_files(repo, commit)?;
-    let venv = project_venv(repo.workdir(), &files);
+    let tree = repo.find_commit(commit).and_then(|c| c.tree()).ok();
+    let venv = project_venv(repo.workdir(), &files, tree.as_ref());
     let modules = &facts(&files, python, venv.as_deref()).modules;
     tests_with_files(repo, commit, &files, settings, modules, plan)
 }
@@ -78,7 +79,8 @@ pub fn plan_at(
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let none = PythonFacts::default();
-    let venv = project_venv(repo.workdir(), &files);
+    let tree = repo.find_commit(commit).and_then(|c| c.tree()).ok();
+    let venv = project_venv(repo.workdir(), &files, tree.as_ref());
     let python = match settings.test_cmd {
         None => facts(&files, python, venv.as_deref()),
         Some(_) => &none,
@@ -172,15 +174,21 @@ fn tests_with_files(
 /// The virtualenv in the user's checkout (`.venv` or `venv`) when none is active: the one
 /// the project's tests are run with. Only one the user made: a committed one is the
 /// repository's, whose python3 agent-git would run outside the sandbox to ask about it.
-fn project_venv(workdir: Option<&std::path::Path>, files: &[String]) -> Option<PathBuf> {
+fn project_venv(
+    workdir: Option<&std::path::Path>,
+    files: &[String],
+    tree: Option<&git2::Tree>,
+) -> Option<PathBuf> {
     if std::env::var_os("VIRTUAL_ENV").is_some() {
         return None;
     }
     let workdir = workdir?.canonicalize().ok()?;
+    // A committed file under it, or a submodule in its place, makes it the repository's.
     let committed = |name: &str| {
         files
             .iter()
             .any(|f| f == name || f.starts_with(&format!("{name}/")))
+            || tracked_entry(tree, name)
     };
     let venv = [".venv", "venv"]
         .into_iter()
@@ -197,6 +205,11 @@ fn project_venv(workdir: Option<&std::path::Path>, files: &[String]) -> Option<P
                 .is_ok_and(|p| p.starts_with(&venv))
         });
     (!on_path).then_some(venv)
+}
+
+/// Whether `tree` has an entry of any kind (a folder, a submodule, a link) at `path`.
+fn tracked_entry(tree: Option<&git2::Tree>, path: &str) -> bool {
+    tree.is_some_and(|t| t.get_path(std::path::Path::new(path)).is_ok())
 }
 
 /// What python3 brings, asked once; nothing for a tree without Python files. `venv` is the
@@ -321,8 +334,15 @@ print('\\n'.join(sorted(n for n in names if n.isidentifier())))
 /// Asks the `python3` on PATH, or `venv`'s; nothing when there is none.
 pub fn python_facts(venv: Option<&std::path::Path>) -> PythonFacts {
     let python = venv.map_or(PathBuf::from("python3"), |v| v.join("bin/python3"));
+    // Unconfined, so nothing of the repository may be importable: isolated mode (no script
+    // or current folder on sys.path, no PYTHON* variables, no user site, as the tests have
+    // it) in an empty folder. A `csv.py` or `pytest.py` in the checkout is never run.
+    let Ok(empty) = tempfile::tempdir() else {
+        return PythonFacts::default();
+    };
     let out = std::process::Command::new(python)
-        .args(["-c", PYTHON_FACTS])
+        .args(["-I", "-c", PYTHON_FACTS])
+        .current_dir(empty.path())
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output();

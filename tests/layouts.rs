@@ -797,3 +797,55 @@ fn a_venv_the_repository_commits_is_never_run() {
     );
     assert!(!marker.exists(), "the committed .venv/bin/python3 ran");
 }
+
+#[test]
+fn a_correct_fix_passes_whatever_pytest_prints_and_whatever_prints_after_it() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    for (i, command) in [
+        "python3 -m pytest -p no:terminal",
+        "python3 -m pytest -qq",
+        "python3 -m pytest -q && echo 'pyright: 0 errors, 0 warnings, 0 informations'",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let script = env.script(&format!("quiet{i}.json"), rewrite_calc(CALC_FIXED));
+        let out = env
+            .fix_cmd(
+                &repo,
+                &script,
+                &format!("agent/quiet{i}"),
+                &["--json", "--test-cmd", command],
+            )
+            .env("PATH", pytest_path())
+            .output()
+            .unwrap();
+        let json: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        assert_eq!(code(&out), 0, "{command}: {}", json["tests"]);
+    }
+}
+
+#[test]
+fn a_module_in_the_checkout_named_like_one_the_probe_imports_is_never_run() {
+    let env = TestEnv::new();
+    let marker = env.path().join("ran-the-checkouts-module");
+    let planted = format!("open('{}', 'w').write('ran')\n", marker.display());
+    let repo = env.repo(
+        "planted",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", UNIT_ADD),
+            ("csv.py", &planted),
+            ("textwrap.py", &planted),
+            ("pytest.py", &planted),
+        ],
+    );
+    // Asking python3 what it has (pytest? which modules?) runs outside the sandbox.
+    let out = env.agent(&repo, &["tests", "--json"]);
+    assert!(matches!(code(&out), 0 | 4), "{}", stderr(&out));
+    assert!(
+        !marker.exists(),
+        "a module of the checkout ran outside the sandbox"
+    );
+}

@@ -610,3 +610,25 @@ fn a_venv_inside_the_project_is_found_where_the_tests_get_a_fresh_tmp() {
         .message(&repo, "agent/venv")
         .contains("Tests (python3 -m pytest -q): 2 passed, 0 failed"));
 }
+
+#[test]
+fn the_builtin_runner_captures_stdin_and_logging_as_pytest_does() {
+    let env = TestEnv::new();
+    // Under pytest stdin cannot be read and the root logger has a handler already: both
+    // tests fail there, so they must fail here too.
+    let (code, report) = builtin_verdict(
+        &env,
+        &[
+            ("calc.py", CALC),
+            (
+                "test_io.py",
+                "import logging\n\n\ndef test_configures_logging():\n    \
+                 logging.basicConfig(level=logging.INFO)\n    \
+                 assert logging.getLogger().level == logging.INFO\n\n\n\
+                 def test_reads_stdin():\n    try:\n        input()\n    except EOFError:\n        pass\n",
+            ),
+        ],
+    );
+    assert_eq!(code, 1, "{report}");
+    assert!(report.contains("0 passed, 2 failed"), "{report}");
+}

@@ -364,7 +364,7 @@ fn pytest_collects(read: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
 }
 
 /// A pytest setting of the base, wherever it is set, as its words.
-fn pytest_setting(read: &dyn Fn(&str) -> Option<String>, key: &str) -> Vec<String> {
+pub(super) fn pytest_setting(read: &dyn Fn(&str) -> Option<String>, key: &str) -> Vec<String> {
     let ini = |file: &str, section: &str| {
         let text = read(file)?;
         ini_value(&text, section, key)

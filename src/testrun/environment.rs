@@ -21,6 +21,8 @@ pub struct TreeFacts {
     pub python_test_files: Vec<String>,
     /// The packages package.json declares (dependencies of every kind).
     pub node_declared: BTreeSet<String>,
+    /// pytest's configured options (`addopts`), which change what it prints.
+    pub pytest_addopts: Vec<String>,
 }
 
 impl TreeFacts {
@@ -58,6 +60,7 @@ impl TreeFacts {
                 .extend(text.lines().filter_map(requirement_name));
         }
         facts.declared.extend(declared_python(read));
+        facts.pytest_addopts = super::detect::pytest_setting(read, "addopts");
         if let Some(package) = read("package.json") {
             facts.node_declared = declared_node(&package);
         }
@@ -339,10 +342,11 @@ fn environment(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     match result.exit_code {
         Some(126) => return fixed("the test command is not executable (exit 126)"),
         Some(127) if script.is_none() => {
-            return fixed(&format!(
-                "the test command was not found (exit 127): {}",
-                first_line(output)
-            ))
+            if let Some(line) = command_not_found(result) {
+                return fixed(&format!(
+                    "the test command was not found (exit 127): {line}"
+                ));
+            }
         }
         Some(125) if said("agent-git sandbox:") => {
             return Some("the sandbox could not start the test command".to_string())
@@ -402,6 +406,29 @@ fn missing_modules(output: &str) -> impl Iterator<Item = String> + '_ {
         .missing_module
         .captures_iter(output)
         .map(|c| c[1].to_string())
+}
+
+/// The shell's line saying that a program is not on PATH: a word of the test command itself,
+/// or any bare name (the model cannot install programs); a path (`./tools/check`) that a
+/// script the command runs cannot find is the code's to write.
+fn command_not_found(result: &TestResult) -> Option<String> {
+    let base = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+    let words: Vec<String> = result
+        .command
+        .split_whitespace()
+        .map(|w| base(w.trim_matches(['"', '\''])))
+        .collect();
+    result
+        .tail
+        .lines()
+        .find(|line| {
+            let missing = line
+                .strip_suffix(": not found")
+                .or_else(|| line.strip_suffix(": command not found"))
+                .and_then(|l| l.rsplit(": ").next());
+            missing.is_some_and(|tool| words.contains(&base(tool)) || !tool.contains('/'))
+        })
+        .map(|line| line.trim().to_string())
 }
 
 /// The script the test command names that the tree does not have: a shell or python3 could
@@ -564,19 +591,23 @@ fn needs_network(result: &TestResult) -> Option<String> {
 /// no change of its can make the tests load.
 fn protected_syntax_error(output: &str) -> Option<String> {
     let lines: Vec<&str> = output.lines().collect();
-    for (i, line) in lines.iter().enumerate() {
-        let Some(c) = signs().file_line.captures(line) else {
+    let compile_error = |l: &&str| {
+        ["SyntaxError", "IndentationError", "TabError"]
+            .iter()
+            .any(|e| l.contains(e))
+    };
+    for (i, error) in lines.iter().enumerate().filter(|(_, l)| compile_error(l)) {
+        // The file that does not compile is the last one the traceback named before the error.
+        let Some(path) = lines[..i]
+            .iter()
+            .rev()
+            .take(8)
+            .find_map(|l| signs().file_line.captures(l).map(|c| c[1].to_string()))
+        else {
             continue;
         };
-        let path = &c[1];
-        let name = path.rsplit('/').next().unwrap_or(path);
-        let test_file = super::detect::is_python_test_file(name) || name == "conftest.py";
-        let error = lines[i + 1..].iter().take(6).find(|l| {
-            ["SyntaxError", "IndentationError", "TabError"]
-                .iter()
-                .any(|e| l.contains(e))
-        });
-        if let (true, Some(error)) = (test_file, error) {
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        if super::detect::is_python_test_file(name) || name == "conftest.py" {
             return Some(format!(
                 "{}, in {path}: a test file, which agent-git never lets the model change, does \
                  not compile, so no change to the code can make its tests run. Fix the test \
@@ -602,9 +633,12 @@ fn nothing_loaded(result: &TestResult, facts: &TreeFacts) -> Option<String> {
     let first = first.trim_start_matches("E ").trim();
     let top = module.split('.').next().unwrap_or(&module);
     let dotted = top != module;
+    // Python names the first part it cannot find: a missing `a.b` means `a` is there, and the
+    // module the code asks of it (the project's or a dependency's) is the code's to fix.
+    if dotted {
+        return None;
+    }
     let why = match facts.python_modules.get(top).map(String::as_str) {
-        // A module of the project's own package that is missing is the model's to write.
-        Some(_) if dotted => return None,
         Some("src") => format!(
             "`{module}` is under src/ and nothing puts src/ on the path (no editable install the \
              tests can see). Set `git config agent-git.testCmd \"PYTHONPATH=src python3 -m \
@@ -616,7 +650,7 @@ fn nothing_loaded(result: &TestResult, facts: &TreeFacts) -> Option<String> {
              run; set the command that runs them the way you do with `git config \
              agent-git.testCmd CMD`"
         ),
-        None if facts.declared.contains(&top.to_lowercase()) => format!(
+        None if declares(&facts.declared, top) => format!(
             "`{top}` is a dependency the project declares, and it is not installed for the \
              python3 the tests run with (the tests have no network). Install the project's \
              dependencies (`pip install -e .` or `pip install -r requirements.txt`) in it, or \
@@ -655,6 +689,32 @@ fn every_module_failed_to_load(result: &TestResult) -> bool {
                 && result.failing.iter().all(|f| load_failure(result, &f.name))
         }
     }
+}
+
+/// Whether the distributions `declared` include the one that installs module `module`: the
+/// same name, one that holds it as a word or after `py` (`python_dateutil` for `dateutil`,
+/// `pyyaml` for `yaml`), or one
+/// of the few well-known ones whose names share nothing with their modules.
+fn declares(declared: &BTreeSet<String>, module: &str) -> bool {
+    const OTHER_NAMES: [(&str, &str); 8] = [
+        ("pil", "pillow"),
+        ("sklearn", "scikit_learn"),
+        ("bs4", "beautifulsoup4"),
+        ("cv2", "opencv_python"),
+        ("crypto", "pycryptodome"),
+        ("attr", "attrs"),
+        ("mysqldb", "mysqlclient"),
+        ("git", "gitpython"),
+    ];
+    let module = module.to_lowercase();
+    declared.iter().any(|dist| {
+        *dist == module
+            || dist.split('_').any(|part| part == module)
+            || *dist == format!("py{module}")
+            || OTHER_NAMES
+                .iter()
+                .any(|(m, d)| *m == module && dist.starts_with(d))
+    })
 }
 
 /// Whether a traceback in `output` shows a test file (or conftest.py) importing `module`.
@@ -876,6 +936,44 @@ mod tests {
             let result = first_run(command, &output, code);
             assert_eq!(cannot_run(&result, tree), None, "{command}: {output}");
         }
+    }
+
+    #[test]
+    fn errors_in_the_code_a_test_imports_or_in_what_a_script_runs_go_on() {
+        let syntax_in_code = "F\nFAIL: test_calc (unittest.loader._FailedTest.test_calc)\n----\n\
+            Traceback (most recent call last):\n  File \"test_calc.py\", line 1, in <module>\n    \
+            from calc import add\n  File \"calc.py\", line 3\n    return a -\n              ^\n\
+            SyntaxError: invalid syntax\n\n----\nRan 1 test in 0.0s\n\nFAILED (errors=1)\n";
+        let declared = facts(&[("requirements.txt", "packaging\nPyYAML>=6\n")]);
+        let typo =
+            "E\nERROR: t (unittest.loader._FailedTest.t)\n----\nModuleNotFoundError: No module \
+            named 'packaging.versionz'\n\n----\nRan 1 test in 0.0s\n\nFAILED (errors=1)\n";
+        let go_on = [
+            ("python3 -m unittest", syntax_in_code.to_string(), 1),
+            ("python3 -m unittest", typo.to_string(), 1),
+            (
+                "sh run_tests.sh",
+                "..\nrun_tests.sh: 3: ./tools/check: not found\n".into(),
+                127,
+            ),
+        ];
+        for (command, output, code) in go_on {
+            let result = first_run(command, &output, code);
+            assert_eq!(cannot_run(&result, &declared), None, "{command}: {output}");
+        }
+        let tool = first_run(
+            "sh run_tests.sh",
+            "run_tests.sh: 3: pytest: not found\n",
+            127,
+        );
+        assert!(cannot_run(&tool, &declared).is_some_and(|w| w.contains("pytest: not found")));
+        let yaml = typo.replace("packaging.versionz", "yaml");
+        let result = first_run("python3 -m unittest", &yaml, 1);
+        let why = cannot_run(&result, &declared).expect("PyYAML is declared, yaml is its module");
+        assert!(
+            why.contains("`yaml` is a dependency the project declares"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub use cases::{
 pub use detect::{collected, detect, guess_runner, Collected, Detected, Python};
 pub use environment::TreeFacts;
 pub use inventory::{Inventory, Unstable};
-pub use parse::{node_dot_counts, parse_output, Counts, Failure, Parsed};
+pub use parse::{node_dot_counts, parse_output, pytest_summary, Counts, Failure, Parsed};
 
 use std::time::Duration;
 
@@ -259,7 +259,10 @@ impl TestResult {
             checked: Checked::ByExitCode,
             named_by_report,
             runner: plan.runner,
-            printed_counts: parsed.counts,
+            printed_counts: match plan.runner {
+                Runner::Pytest => pytest_summary(output),
+                _ => parsed.counts,
+            },
             printed_progress: output.lines().any(parse::is_pytest_progress),
             tail: tail(output, TAIL_LINES, TAIL_BYTES),
             cached: false,

@@ -64,6 +64,39 @@ fn patterns() -> &'static Patterns {
     })
 }
 
+/// The counts of pytest's own summary lines (`3 passed, 1 skipped in 0.12s`, `== 1 failed in
+/// 2.0s ==`), summed over every pytest run in the output; None when it printed none. Other
+/// tools' counts (`0 errors, 0 warnings`, cargo's `test result:`) are not pytest's.
+pub fn pytest_summary(output: &str) -> Option<Counts> {
+    let p = patterns();
+    let mut total: Option<Counts> = None;
+    for line in output.lines() {
+        let line = line.trim().trim_matches('=').trim();
+        let Some((counted, time)) = line.rsplit_once(" in ") else {
+            continue;
+        };
+        let seconds = time.split_whitespace().next().unwrap_or("");
+        let timed = seconds.ends_with('s') && seconds[..seconds.len() - 1].parse::<f64>().is_ok();
+        if !timed || !p.pytest_counts.is_match(counted) {
+            continue;
+        }
+        let sum = total.get_or_insert(Counts {
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+        });
+        for c in p.number_of.captures_iter(counted) {
+            let n = c[1].parse::<u32>().unwrap_or(0);
+            match &c[2] {
+                "passed" | "xpassed" => sum.passed += n,
+                "skipped" | "xfailed" => sum.skipped += n,
+                _ => sum.failed += n,
+            }
+        }
+    }
+    total
+}
+
 /// Whether `line` is pytest's progress line: one letter per test, then its percentage.
 pub fn is_pytest_progress(line: &str) -> bool {
     let (marks, rest) = match line.rsplit_once(" [") {
@@ -338,6 +371,26 @@ mod tests {
 
     fn names(parsed: &Parsed) -> Vec<&str> {
         parsed.failing.iter().map(|f| f.name.as_str()).collect()
+    }
+
+    #[test]
+    fn pytests_own_summary_lines_are_told_from_other_tools_counts() {
+        let out = "..                                  [100%]\n2 passed, 1 xfailed in 0.03s\n\
+            test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\
+            pyright: 0 errors, 0 warnings, 0 informations\n\
+            ============ 1 failed, 4 passed in 1.20s (0:00:01) ============\n";
+        assert_eq!(
+            pytest_summary(out),
+            Some(Counts {
+                passed: 6,
+                failed: 1,
+                skipped: 1
+            })
+        );
+        assert_eq!(pytest_summary("pyright: 0 errors, 0 warnings\n"), None);
+        assert!(is_pytest_progress("..F.sx                       [ 60%]"));
+        assert!(is_pytest_progress("uuu.Xx."));
+        assert!(!is_pytest_progress("test_calc.py ..F. [100%]"));
     }
 
     #[test]

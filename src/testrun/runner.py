@@ -30,7 +30,9 @@ import fnmatch
 import functools
 import importlib
 import inspect
+import io
 import json
+import logging
 import os
 import sys
 import traceback
@@ -1093,6 +1095,41 @@ def isolate_imports():
     sys.dont_write_bytecode = True  # leave no __pycache__ in the project
 
 
+class CapturedStdin:
+    """pytest's stdin while it captures output: any read fails, as the code would see there."""
+
+    encoding = "utf-8"
+
+    def read(self, *args):
+        raise OSError("pytest: reading from stdin while output is captured!  Consider using `-s`.")
+
+    readline = readlines = read
+    __next__ = read
+
+    def __iter__(self):
+        return self
+
+    def fileno(self):
+        raise io.UnsupportedOperation("redirected stdin is pseudofile, has no fileno()")
+
+    def isatty(self):
+        return False
+
+    def close(self):
+        pass
+
+    @property
+    def buffer(self):
+        return self
+
+
+def as_under_pytest():
+    """What pytest sets up before it imports a test: stdin that cannot be read, and a handler
+    on the root logger (so `logging.basicConfig` does nothing, as it does there)."""
+    sys.stdin = CapturedStdin()
+    logging.getLogger().addHandler(logging.NullHandler())
+
+
 def main(argv):
     results = os.environ.get("AGENT_GIT_RESULTS")
     results = os.path.abspath(results) if results else None
@@ -1104,6 +1141,7 @@ def main(argv):
         if "--unittest" in argv:
             run_unittest(outcomes)
         else:
+            as_under_pytest()
             run_default(outcomes)
     except NeedsPytest as why:  # no verdict at all: not even a results file from an earlier run
         print(f"{NEEDS_PYTEST}{why}", flush=True)
