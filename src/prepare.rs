@@ -145,7 +145,7 @@ fn tests_with_files(
     files: &[String],
     settings: &Settings,
     python_modules: &[String],
-    plan: TestPlan,
+    mut plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
@@ -163,6 +163,12 @@ fn tests_with_files(
         &settings.protect,
     )
     .map_err(PrepareError::Invalid)?;
+    // Python files the model may not change: one that does not compile stops a run.
+    plan.facts.protected_python = files
+        .iter()
+        .filter(|p| p.ends_with(".py") && protection.is_protected(std::path::Path::new(p)))
+        .cloned()
+        .collect();
     let allow_write = writable_dirs(&settings.allow_write)?;
     Ok(TestsAt {
         plan,

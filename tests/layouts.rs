@@ -354,7 +354,7 @@ fn tests_that_cannot_run_stop_before_any_model_call_with_the_fix() {
         &env,
         &broken_test,
         &["--test-cmd", "python3 -m pytest -q"],
-        "in test_calc.py: a test file",
+        "in test_calc.py: a protected file",
     );
 
     let node = env.repo(

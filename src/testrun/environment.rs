@@ -23,6 +23,8 @@ pub struct TreeFacts {
     pub node_declared: BTreeSet<String>,
     /// pytest's configured options (`addopts`), which change what it prints.
     pub pytest_addopts: Vec<String>,
+    /// The Python files the model may not change (tests, conftest.py, helpers beside them).
+    pub protected_python: BTreeSet<String>,
 }
 
 impl TreeFacts {
@@ -301,7 +303,7 @@ fn classify(result: &TestResult, facts: &TreeFacts) -> Option<Stop> {
         let why = format!("the test command could not start: {}", result.tail);
         return Some(Stop::Environment(why));
     }
-    if let Some(why) = protected_syntax_error(&result.tail) {
+    if let Some(why) = protected_syntax_error(&result.tail, facts) {
         return Some(Stop::TestFiles(why));
     }
     environment(result, facts).map(Stop::Environment)
@@ -589,7 +591,7 @@ fn needs_network(result: &TestResult) -> Option<String> {
 
 /// A syntax error in a test file or conftest.py: the model may not change those files, so
 /// no change of its can make the tests load.
-fn protected_syntax_error(output: &str) -> Option<String> {
+fn protected_syntax_error(output: &str, facts: &TreeFacts) -> Option<String> {
     let lines: Vec<&str> = output.lines().collect();
     let compile_error = |l: &&str| {
         ["SyntaxError", "IndentationError", "TabError"]
@@ -607,9 +609,12 @@ fn protected_syntax_error(output: &str) -> Option<String> {
             continue;
         };
         let name = path.rsplit('/').next().unwrap_or(&path);
-        if super::detect::is_python_test_file(name) || name == "conftest.py" {
+        let protected = facts
+            .protected_python
+            .contains(path.trim_start_matches("./"));
+        if protected || super::detect::is_python_test_file(name) || name == "conftest.py" {
             return Some(format!(
-                "{}, in {path}: a test file, which agent-git never lets the model change, does \
+                "{}, in {path}: a protected file, which agent-git never lets the model change, does \
                  not compile, so no change to the code can make its tests run. Fix the test \
                  file and commit it, then run agent-git again",
                 error.trim().trim_start_matches("E ").trim()
@@ -977,6 +982,27 @@ mod tests {
     }
 
     #[test]
+    fn a_protected_helper_that_does_not_compile_cannot_run() {
+        let output = "E\nERROR: tests.test_a (unittest.loader._FailedTest.tests.test_a)\n----\n\
+            Traceback (most recent call last):\n  File \"tests/test_a.py\", line 1, in <module>\n    \
+            from tests.helpers import pair\n  File \"tests/helpers.py\", line 2\n    def pair(:\n\
+            SyntaxError: invalid syntax\n\n----\nRan 1 test in 0.0s\n\nFAILED (errors=1)\n";
+        let result = first_run("python3 -m unittest", output, 1);
+        assert_eq!(
+            cannot_run(&result, &TreeFacts::default()),
+            None,
+            "not protected: code"
+        );
+        let mut tree = TreeFacts::default();
+        tree.protected_python.insert("tests/helpers.py".into());
+        let why = cannot_run(&result, &tree).expect("a protected helper");
+        assert!(
+            why.contains("in tests/helpers.py: a protected file"),
+            "{why}"
+        );
+    }
+
+    #[test]
     fn a_test_file_that_does_not_compile_is_the_commits_failure_for_a_check() {
         let output = "E     File \"test_calc.py\", line 3\nE   SyntaxError: invalid syntax\n1 error in 0.05s\n";
         let result = first_run("python3 -m pytest -q", output, 2);
@@ -1077,7 +1103,9 @@ mod tests {
         let result = first_run("python3 -m pytest -q", in_test, 2);
         let why = cannot_run(&result, &TreeFacts::default()).expect("cannot run");
         assert!(
-            why.starts_with("SyntaxError: '(' was never closed, in tests/test_calc.py"),
+            why.starts_with(
+                "SyntaxError: '(' was never closed, in tests/test_calc.py: a protected"
+            ),
             "{why}"
         );
         let in_code = in_test.replace("File \"tests/test_calc.py\"", "File \"calc.py\"");
