@@ -298,7 +298,7 @@ impl<'a> TreeTester<'a> {
             if !plain.passed {
                 return Ok(plain.disputed());
             }
-            if let Some(why) = self.counts_disagree(&result, &plain) {
+            if let Some(why) = self.unbacked_by_plain_run(&result, &plain) {
                 return Ok(plain.disputed_by(&why));
             }
         }
@@ -341,7 +341,7 @@ impl<'a> TreeTester<'a> {
     /// built-in runner, printed nothing of the tests it ran (a process that wrote the report
     /// itself and ended early passes no test run as anyone runs it). Unless pytest was told to
     /// print nothing at all.
-    fn counts_disagree(&self, reported: &TestResult, plain: &TestResult) -> Option<String> {
+    fn unbacked_by_plain_run(&self, reported: &TestResult, plain: &TestResult) -> Option<String> {
         let claimed = reported.counts.map_or(0, |c| c.passed + c.failed);
         let printed = plain.printed_counts.is_some() || plain.printed_progress;
         let plan = self.setup.plan;
