@@ -61,9 +61,7 @@ pub fn tests_for_plan(
     plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
     let files = tree_files(repo, commit)?;
-    let tree = repo.find_commit(commit).and_then(|c| c.tree()).ok();
-    let venv = project_venv(repo.workdir(), &files, tree.as_ref());
-    let modules = &facts(&files, python, venv.as_deref()).modules;
+    let modules = &facts(&files, python, plan.venv.as_deref()).modules;
     tests_with_files(repo, commit, &files, settings, modules, plan)
 }
 
@@ -80,13 +78,13 @@ pub fn plan_at(
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let none = PythonFacts::default();
     let tree = repo.find_commit(commit).and_then(|c| c.tree()).ok();
-    let venv = project_venv(repo.workdir(), &files, tree.as_ref());
+    let venv = project_venv(repo.workdir(), tree.as_ref());
     let python = match settings.test_cmd {
         None => facts(&files, python, venv.as_deref()),
         Some(_) => &none,
     };
     let mut plan = test_plan(&files, &read, settings, python)?;
-    node_environment(&mut plan, &files, repo.workdir());
+    node_environment(&mut plan, tree.as_ref(), repo.workdir());
     if let Some(venv) = venv.filter(|_| files.iter().any(|p| p.ends_with(".py"))) {
         plan.rules.push(format!(
             "venv: {} in your checkout, not active here, is the tests' python3 (read-only)",
@@ -100,12 +98,12 @@ pub fn plan_at(
 
 /// A Node project's packages as the user installed them in the checkout: the tree the tests
 /// run in has only what is committed, and no network to install anything.
-fn node_environment(plan: &mut TestPlan, files: &[String], workdir: Option<&std::path::Path>) {
-    let tracked = |p: &str| {
-        files
-            .iter()
-            .any(|f| f == p || f.starts_with(&format!("{p}/")))
-    };
+fn node_environment(
+    plan: &mut TestPlan,
+    tree: Option<&git2::Tree>,
+    workdir: Option<&std::path::Path>,
+) {
+    let tracked = |path| tracked_entry(tree, path);
     if !tracked("package.json") || tracked("node_modules") || plan.setup.is_some() {
         return;
     }
@@ -145,7 +143,7 @@ fn tests_with_files(
     files: &[String],
     settings: &Settings,
     python_modules: &[String],
-    mut plan: TestPlan,
+    plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
@@ -163,12 +161,6 @@ fn tests_with_files(
         &settings.protect,
     )
     .map_err(PrepareError::Invalid)?;
-    // Python files the model may not change: one that does not compile stops a run.
-    plan.facts.protected_python = files
-        .iter()
-        .filter(|p| p.ends_with(".py") && protection.is_protected(std::path::Path::new(p)))
-        .cloned()
-        .collect();
     let allow_write = writable_dirs(&settings.allow_write)?;
     Ok(TestsAt {
         plan,
@@ -180,25 +172,15 @@ fn tests_with_files(
 /// The virtualenv in the user's checkout (`.venv` or `venv`) when none is active: the one
 /// the project's tests are run with. Only one the user made: a committed one is the
 /// repository's, whose python3 agent-git would run outside the sandbox to ask about it.
-fn project_venv(
-    workdir: Option<&std::path::Path>,
-    files: &[String],
-    tree: Option<&git2::Tree>,
-) -> Option<PathBuf> {
+fn project_venv(workdir: Option<&std::path::Path>, tree: Option<&git2::Tree>) -> Option<PathBuf> {
     if std::env::var_os("VIRTUAL_ENV").is_some() {
         return None;
     }
     let workdir = workdir?.canonicalize().ok()?;
-    // A committed file under it, or a submodule in its place, makes it the repository's.
-    let committed = |name: &str| {
-        files
-            .iter()
-            .any(|f| f == name || f.starts_with(&format!("{name}/")))
-            || tracked_entry(tree, name)
-    };
+    // Any entry in its place (a folder of files, a submodule, a link) makes it the repository's.
     let venv = [".venv", "venv"]
         .into_iter()
-        .filter(|name| !committed(name))
+        .filter(|name| !tracked_entry(tree, name))
         .map(|name| workdir.join(name))
         .find(|dir| dir.join("pyvenv.cfg").is_file() && dir.join("bin/python3").exists())?;
     // A PATH that already leads to it (a venv activated by hand, without VIRTUAL_ENV).

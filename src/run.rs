@@ -263,7 +263,8 @@ fn answer_before_checkout(
         }
     };
     progress(&format!("tests before any change: {}", result.summary()));
-    let outcome = match plan.tests.cannot_run(&result) {
+    let protected = |path: &str| plan.protection.is_protected(std::path::Path::new(path));
+    let outcome = match plan.tests.cannot_run(&result, &protected) {
         Some(why) => {
             progress(&format!(
                 "the tests cannot run, so no model is called: {why}"

@@ -217,7 +217,7 @@ impl Agent<'_> {
                 n => format!(" ({n} tests in the inventory)"),
             }
         ));
-        if let Some(why) = self.verifier.plan.cannot_run(&initial) {
+        if let Some(why) = self.verifier.cannot_run(&initial) {
             (self.progress)(&format!(
                 "the tests cannot run, so no model is called: {why}"
             ));

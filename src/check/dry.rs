@@ -89,7 +89,8 @@ impl Checker<'_> {
         let not_run: Vec<&str> = inventory.as_ref().map_or(Vec::new(), |i| {
             i.python_files_not_run(&tests.plan.facts.python_test_files)
         });
-        let reason = tests.plan.cannot_run(&result);
+        let protected = |path: &str| tests.protection.is_protected(std::path::Path::new(path));
+        let reason = tests.plan.cannot_run(&result, &protected);
         let verdict = match (&reason, result.passed) {
             (Some(_), _) => DryVerdict::CannotRun,
             (None, true) => DryVerdict::Passes,

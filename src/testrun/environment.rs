@@ -23,8 +23,6 @@ pub struct TreeFacts {
     pub node_declared: BTreeSet<String>,
     /// pytest's configured options (`addopts`), which change what it prints.
     pub pytest_addopts: Vec<String>,
-    /// The Python files the model may not change (tests, conftest.py, helpers beside them).
-    pub protected_python: BTreeSet<String>,
 }
 
 impl TreeFacts {
@@ -268,15 +266,20 @@ fn signs() -> &'static Signs {
 /// one paragraph with the first error line, why it is the environment and not the code, and
 /// the fix. Tests that run and fail, or a mix of modules that load and modules that do not,
 /// are the model's to fix: None.
-pub fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
-    classify(result, facts).map(Stop::why)
+/// `protected` says which files the model may not change.
+pub fn cannot_run(
+    result: &TestResult,
+    facts: &TreeFacts,
+    protected: &dyn Fn(&str) -> bool,
+) -> Option<String> {
+    classify(result, facts, protected).map(Stop::why)
 }
 
 /// Why the tests cannot be run here, for whoever tests a commit rather than changes it (the
 /// pre-push check): the environment's reasons only. A test file that does not compile is the
 /// commit's own failure there.
 pub fn cannot_run_here(result: &TestResult, facts: &TreeFacts) -> Option<String> {
-    match classify(result, facts)? {
+    match classify(result, facts, &|_| false)? {
         Stop::Environment(why) => Some(why),
         Stop::TestFiles(_) => None,
     }
@@ -298,12 +301,16 @@ impl Stop {
     }
 }
 
-fn classify(result: &TestResult, facts: &TreeFacts) -> Option<Stop> {
+fn classify(
+    result: &TestResult,
+    facts: &TreeFacts,
+    protected: &dyn Fn(&str) -> bool,
+) -> Option<Stop> {
     if !result.ran {
         let why = format!("the test command could not start: {}", result.tail);
         return Some(Stop::Environment(why));
     }
-    if let Some(why) = protected_syntax_error(&result.tail, facts) {
+    if let Some(why) = protected_syntax_error(&result.tail, protected) {
         return Some(Stop::TestFiles(why));
     }
     environment(result, facts).map(Stop::Environment)
@@ -414,12 +421,6 @@ fn missing_modules(output: &str) -> impl Iterator<Item = String> + '_ {
 /// or any bare name (the model cannot install programs); a path (`./tools/check`) that a
 /// script the command runs cannot find is the code's to write.
 fn command_not_found(result: &TestResult) -> Option<String> {
-    let base = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
-    let words: Vec<String> = result
-        .command
-        .split_whitespace()
-        .map(|w| base(w.trim_matches(['"', '\''])))
-        .collect();
     result
         .tail
         .lines()
@@ -428,21 +429,24 @@ fn command_not_found(result: &TestResult) -> Option<String> {
                 .strip_suffix(": not found")
                 .or_else(|| line.strip_suffix(": command not found"))
                 .and_then(|l| l.rsplit(": ").next());
-            missing.is_some_and(|tool| words.contains(&base(tool)) || !tool.contains('/'))
+            missing.is_some_and(|tool| !tool.contains('/') || in_command(result, tool))
         })
         .map(|line| line.trim().to_string())
+}
+
+/// Whether `path` is, by its file name, a word of the test command (`sh ../x.sh`: `x.sh`).
+fn in_command(result: &TestResult, path: &str) -> bool {
+    let base = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
+    result
+        .command
+        .split_whitespace()
+        .any(|word| base(word.trim_matches(['"', '\''])) == base(path))
 }
 
 /// The script the test command names that the tree does not have: a shell or python3 could
 /// not open a file that is a word of the command (a test that runs a script still to be
 /// written is the model's).
 fn missing_script(result: &TestResult) -> Option<String> {
-    let named: Vec<&str> = result
-        .command
-        .split_whitespace()
-        .map(|w| w.trim_matches(['"', '\'']))
-        .collect();
-    let base = |path: &str| path.rsplit('/').next().unwrap_or(path).to_string();
     signs()
         .missing_script
         .captures_iter(&result.tail)
@@ -451,7 +455,7 @@ fn missing_script(result: &TestResult) -> Option<String> {
                 .find_map(|i| c.get(i))
                 .map(|m| m.as_str().to_string())
         })
-        .find(|script| named.iter().any(|w| base(w) == base(script)))
+        .find(|script| in_command(result, script))
 }
 
 /// The target make says it has no rule for, when it is one the test command asks for (a
@@ -591,7 +595,7 @@ fn needs_network(result: &TestResult) -> Option<String> {
 
 /// A syntax error in a test file or conftest.py: the model may not change those files, so
 /// no change of its can make the tests load.
-fn protected_syntax_error(output: &str, facts: &TreeFacts) -> Option<String> {
+fn protected_syntax_error(output: &str, protected: &dyn Fn(&str) -> bool) -> Option<String> {
     let lines: Vec<&str> = output.lines().collect();
     let compile_error = |l: &&str| {
         ["SyntaxError", "IndentationError", "TabError"]
@@ -609,10 +613,8 @@ fn protected_syntax_error(output: &str, facts: &TreeFacts) -> Option<String> {
             continue;
         };
         let name = path.rsplit('/').next().unwrap_or(&path);
-        let protected = facts
-            .protected_python
-            .contains(path.trim_start_matches("./"));
-        if protected || super::detect::is_python_test_file(name) || name == "conftest.py" {
+        let test_file = super::detect::is_python_test_file(name) || name == "conftest.py";
+        if test_file || protected(path.trim_start_matches("./")) {
             return Some(format!(
                 "{}, in {path}: a protected file, which agent-git never lets the model change, does \
                  not compile, so no change to the code can make its tests run. Fix the test \
@@ -777,6 +779,11 @@ mod tests {
     use super::*;
     use crate::testrun::{Ended, TestPlan};
     use std::time::Duration;
+
+    /// The classification where nothing is protected but the test files.
+    fn cannot_run(result: &TestResult, facts: &TreeFacts) -> Option<String> {
+        super::cannot_run(result, facts, &|_| false)
+    }
 
     fn facts(files: &[(&str, &str)]) -> TreeFacts {
         let paths: Vec<String> = files.iter().map(|(p, _)| p.to_string()).collect();
@@ -993,9 +1000,9 @@ mod tests {
             None,
             "not protected: code"
         );
-        let mut tree = TreeFacts::default();
-        tree.protected_python.insert("tests/helpers.py".into());
-        let why = cannot_run(&result, &tree).expect("a protected helper");
+        let protected = |path: &str| path == "tests/helpers.py";
+        let why = super::cannot_run(&result, &TreeFacts::default(), &protected)
+            .expect("a protected helper");
         assert!(
             why.contains("in tests/helpers.py: a protected file"),
             "{why}"

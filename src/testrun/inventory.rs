@@ -10,6 +10,18 @@ use std::collections::{BTreeMap, BTreeSet};
 /// Says which of the given test functions change their parameter ids from run to run.
 pub type Unstable<'u> = &'u mut dyn FnMut(&[String]) -> Vec<String>;
 
+/// Whether the test (or file, or module) named `name` is `file` or one of its tests:
+/// `path::test` for pytest and the built-in runner; `module.Class.test`, or unittest's
+/// `...ModuleSkipped.module` and `..._FailedTest.module`, for unittest.
+fn of_file(name: &str, file: &str) -> bool {
+    let module = super::cases::module_of(file);
+    name == file
+        || name == module
+        || name.starts_with(&format!("{file}::"))
+        || name.starts_with(&format!("{module}."))
+        || name.ends_with(&format!(".{module}"))
+}
+
 /// The test function of a parametrized test's name: `t.py::test_x` of `t.py::test_x[3-4]`.
 fn function_of(name: &str) -> Option<String> {
     name.split_once('[')
@@ -79,16 +91,7 @@ impl Inventory {
         }
         files
             .iter()
-            .filter(|path| {
-                let module = path.trim_end_matches(".py").replace('/', ".");
-                !self.names().any(|name| {
-                    name == path.as_str()
-                        || name.starts_with(&format!("{path}::"))
-                        || name == module
-                        || name.starts_with(&format!("{module}."))
-                        || name.ends_with(&format!(".{module}"))
-                })
-            })
+            .filter(|path| !self.names().any(|name| of_file(name, path)))
             .map(String::as_str)
             .collect()
     }
@@ -106,14 +109,7 @@ impl Inventory {
     /// that whole file (`path::test` or `path` for pytest and the built-in runner;
     /// `module.Class.test`, or unittest's `...ModuleSkipped.module` for unittest).
     fn in_uncollected(&self, name: &str) -> bool {
-        self.uncollected.iter().any(|file| {
-            let module = super::cases::module_of(file);
-            name == file
-                || name == module
-                || name.starts_with(&format!("{file}::"))
-                || name.starts_with(&format!("{module}."))
-                || name.ends_with(&format!(".{module}"))
-        })
+        self.uncollected.iter().any(|file| of_file(name, file))
     }
 
     /// The tests of the inventory that `cases` lacks, or shows skipped where they ran before,
@@ -250,11 +246,7 @@ impl Inventory {
                 if result.checked == Checked::ByName {
                     result.checked = Checked::ByCount;
                 }
-                let before = inventory.counted.unwrap_or(Counts {
-                    passed: 0,
-                    failed: 0,
-                    skipped: 0,
-                });
+                let before = inventory.counted.unwrap_or_default();
                 result.vanished_uncounted = uncounted(before, now);
             }
         }

@@ -105,8 +105,13 @@ impl TestPlan {
 
     /// Why `result`, the run before any change, shows that the tests cannot run as they are:
     /// the model is not called. None when they run (and some fail).
-    pub fn cannot_run(&self, result: &TestResult) -> Option<String> {
-        environment::cannot_run(result, &self.facts)
+    /// `protected` says which files the model may not change.
+    pub fn cannot_run(
+        &self,
+        result: &TestResult,
+        protected: &dyn Fn(&str) -> bool,
+    ) -> Option<String> {
+        environment::cannot_run(result, &self.facts, protected)
     }
 
     /// Why `result` shows that these tests cannot be run here, for a check that tests a
@@ -129,18 +134,21 @@ impl TestPlan {
 }
 
 /// How a test run was held to the inventory, from what its output can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checked {
     /// Every test is named: none of the inventory may be missing or newly skipped.
-    #[serde(rename = "by name")]
     ByName,
     /// Only failures are named (unittest without -v, cargo test -q, node's dot reporter): as
     /// many tests must run, and no more be skipped, as before any change.
-    #[serde(rename = "by count")]
     ByCount,
     /// The output names and counts no tests: the exit code decides.
-    #[serde(rename = "by exit code")]
     ByExitCode,
+}
+
+impl serde::Serialize for Checked {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.label())
+    }
 }
 
 impl Checked {
@@ -271,13 +279,8 @@ impl TestResult {
 
     /// This failing run of the plain command, told as the verdict on a pass that its report
     /// file alone claimed.
-    pub fn disputed(mut self) -> Self {
-        self.tail = format!(
-            "[harness: the tests passed only in the run whose runner was asked for a report \
-             file; run as anyone runs them, they failed]\n{}",
-            self.tail
-        );
-        self
+    pub fn disputed(self) -> Self {
+        self.disputed_by("run as anyone runs them, they failed")
     }
 
     /// This run of the plain command, which exited 0 but whose output does not back the
@@ -285,7 +288,8 @@ impl TestResult {
     pub fn disputed_by(mut self, why: &str) -> Self {
         self.passed = false;
         self.tail = format!(
-            "[harness: the tests passed only by the report file the runner was asked for; {why}]\n{}",
+            "[harness: the tests passed only in the run whose runner was asked for a report \
+             file; {why}]\n{}",
             self.tail
         );
         self

@@ -11,7 +11,7 @@ pub struct Failure {
     pub detail: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Counts {
     pub passed: u32,
     pub failed: u32,
@@ -80,21 +80,21 @@ pub fn pytest_summary(output: &str) -> Option<Counts> {
         if !timed || !p.pytest_counts.is_match(counted) {
             continue;
         }
-        let sum = total.get_or_insert(Counts {
-            passed: 0,
-            failed: 0,
-            skipped: 0,
-        });
-        for c in p.number_of.captures_iter(counted) {
-            let n = c[1].parse::<u32>().unwrap_or(0);
-            match &c[2] {
-                "passed" | "xpassed" => sum.passed += n,
-                "skipped" | "xfailed" => sum.skipped += n,
-                _ => sum.failed += n,
-            }
-        }
+        add_pytest_counts(total.get_or_insert_with(Counts::default), counted);
     }
     total
+}
+
+/// Adds the counts of one pytest summary line (`2 passed, 1 xfailed, 1 error`) to `sum`.
+fn add_pytest_counts(sum: &mut Counts, line: &str) {
+    for c in patterns().number_of.captures_iter(line) {
+        let n = c[1].parse::<u32>().unwrap_or(0);
+        match &c[2] {
+            "passed" | "xpassed" => sum.passed += n,
+            "skipped" | "xfailed" => sum.skipped += n,
+            _ => sum.failed += n,
+        }
+    }
 }
 
 /// Whether `line` is pytest's progress line: one letter per test, then its percentage.
@@ -207,19 +207,8 @@ fn parse_pytest(lines: &[&str]) -> Parsed {
         p.pytest_counts.is_match(l) && !l.starts_with("test result:") && !l.starts_with("Ran ")
     });
     if let Some(line) = summary {
-        let mut counts = Counts {
-            passed: 0,
-            failed: 0,
-            skipped: 0,
-        };
-        for c in p.number_of.captures_iter(line) {
-            let n = c[1].parse::<u32>().unwrap_or(0);
-            match &c[2] {
-                "passed" | "xpassed" => counts.passed += n,
-                "skipped" | "xfailed" => counts.skipped += n,
-                _ => counts.failed += n,
-            }
-        }
+        let mut counts = Counts::default();
+        add_pytest_counts(&mut counts, line);
         parsed.counts = Some(counts);
     }
     parsed
@@ -257,11 +246,7 @@ fn parse_unittest(lines: &[&str]) -> Parsed {
             ran = c[1].parse::<u32>().ok();
         } else if let (Some(n), Some(c)) = (ran, p.unittest_verdict.captures(line)) {
             let (failed, skipped) = unittest_tally(c.get(1).map_or("", |m| m.as_str()));
-            let sum = total.get_or_insert(Counts {
-                passed: 0,
-                failed: 0,
-                skipped: 0,
-            });
+            let sum = total.get_or_insert_with(Counts::default);
             sum.passed += n.saturating_sub(failed + skipped);
             sum.failed += failed;
             sum.skipped += skipped;

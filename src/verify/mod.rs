@@ -198,6 +198,14 @@ impl<'a> Verifier<'a> {
             .map_or(Vec::new(), |i| i.python_files_not_run(files))
     }
 
+    /// Why `result`, the run before any change, shows that the tests cannot run as they are;
+    /// a file this run protects is among what the model could never fix.
+    pub fn cannot_run(&self, result: &TestResult) -> Option<String> {
+        let protection = self.tester.setup.protection;
+        self.plan
+            .cannot_run(result, &|path| protection.is_protected(Path::new(path)))
+    }
+
     /// How many tests the inventory holds (0 when no names could be read).
     pub fn inventory_size(&self) -> usize {
         self.inventory.borrow().as_ref().map_or(0, Inventory::len)
