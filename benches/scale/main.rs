@@ -19,6 +19,7 @@ mod memory;
 mod process;
 mod setup;
 mod tools;
+mod whole;
 
 use common::Options;
 
@@ -35,6 +36,7 @@ const SECTIONS: &[(&str, Section)] = &[
     ("list_files", tools::list_files),
     ("setup", setup::run),
     ("memory", memory::section),
+    ("whole run", whole::section),
 ];
 
 fn main() {

@@ -13,16 +13,29 @@ use std::process::Command;
 /// The argument that makes this binary run `PROGRAM ARGS...` and print its peak in KiB.
 const PEAK_OF: &str = "--peak-of";
 
+/// After `PEAK_OF`: `STDOUT_TO FILE` writes PROGRAM's stdout to FILE.
+const STDOUT_TO: &str = "--stdout-to";
+
 /// The peak resident memory, in KiB, of `command` (and of what it waited for), run to its end.
 /// Measured from a small process of this binary's: a process that a large one spawns starts
 /// its count at what the large one held (Linux counts the address space it leaves at exec),
 /// and this bench holds tens of MiB once its other sections have run.
 fn peak_kib(command: Command) -> i64 {
+    launch(command, None)
+}
+
+/// `peak_kib`, with what `command` prints on stdout written to `out`.
+pub fn peak_kib_to(command: Command, out: &std::path::Path) -> i64 {
+    launch(command, Some(out))
+}
+
+fn launch(command: Command, out: Option<&std::path::Path>) -> i64 {
     let mut launcher = Command::new(std::env::current_exe().expect("this bench"));
-    launcher
-        .arg(PEAK_OF)
-        .arg(command.get_program())
-        .args(command.get_args());
+    launcher.arg(PEAK_OF);
+    if let Some(out) = out {
+        launcher.arg(STDOUT_TO).arg(out);
+    }
+    launcher.arg(command.get_program()).args(command.get_args());
     for (key, value) in command.get_envs() {
         match value {
             Some(value) => launcher.env(key, value),
@@ -44,15 +57,24 @@ fn peak_kib(command: Command) -> i64 {
         .expect("a peak in KiB")
 }
 
-/// With `PEAK_OF PROGRAM ARGS...` as its arguments, runs PROGRAM, prints its peak resident
-/// memory in KiB and says with what exit code to end; otherwise `None`.
+/// With `PEAK_OF [STDOUT_TO FILE] PROGRAM ARGS...` as its arguments, runs PROGRAM, prints
+/// its peak resident memory in KiB and says with what exit code to end; otherwise `None`.
+/// PROGRAM's stderr is dropped.
 pub fn peak_of() -> Option<i32> {
-    let mut args = std::env::args_os().skip(1);
+    let mut args = std::env::args_os().skip(1).peekable();
     if args.next()? != PEAK_OF {
         return None;
     }
+    let stdout = match args.peek() {
+        Some(arg) if arg == STDOUT_TO => {
+            args.next();
+            let file = std::fs::File::create(args.next()?).expect("stdout file");
+            std::process::Stdio::from(file)
+        }
+        _ => std::process::Stdio::null(),
+    };
     let mut command = Command::new(args.next()?);
-    command.args(args);
+    command.args(args).stdout(stdout);
     println!("{}", run_to_end(command));
     Some(0)
 }
@@ -62,7 +84,6 @@ pub fn peak_of() -> Option<i32> {
 #[allow(clippy::zombie_processes)]
 fn run_to_end(mut command: Command) -> i64 {
     let child = command
-        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn");
