@@ -313,7 +313,9 @@ pub fn section(repo: &Repo, options: &Options) {
         first.push(fix(&clone, &api));
         quiet_disk();
         let (one, two, test) = floors(&clone, n);
-        (f1.push(one), f2.push(two), tests.push(test));
+        f1.push(one);
+        f2.push(two);
+        tests.push(test);
         quiet_disk();
         second.push(fix(&clone, &api));
         clones.push(dir);
