@@ -93,6 +93,8 @@ pub fn execute(
         .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
 
     let swept = sweep_leftovers(Some(&plan.repo));
+    // Not run's leftovers, and not this repository's: said by `gc` only.
+    crate::workspace::rooms::sweep_orphans(&std::env::temp_dir());
     if !swept.is_empty() {
         progress(&swept.describe());
     }

@@ -106,8 +106,8 @@ fn an_allowed_tmp_does_not_open_the_clean_room_to_the_model() {
             ("README.md", "calc\n"),
         ],
     );
-    let plant =
-        "for t in /tmp/agent-git-clean-*/tree; do sed -i 's/a - b/a + b/' \"$t/calc.py\"; done";
+    let plant = "for t in /tmp/agent-git-clean-*/tree /tmp/agent-git-room-*/tree; do \
+         sed -i 's/a - b/a + b/' \"$t/calc.py\"; done";
     let run = env.fix_scripted_with(
         &repo,
         "agent/tmp",

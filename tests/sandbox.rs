@@ -643,7 +643,16 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         "{}",
         run.stderr()
     );
-    assert_eq!(leftovers(&tmp), Vec::<String>::new());
+    // What stays is the repository's clean room, kept for the next run: no run's own dirs.
+    let (rooms, others): (Vec<String>, Vec<String>) = leftovers(&tmp)
+        .into_iter()
+        .partition(|n| n.starts_with("agent-git-room-"));
+    assert_eq!(others, Vec::<String>::new());
+    assert_eq!(rooms.len(), 1, "{rooms:?}");
+    assert!(
+        tmp.join(&rooms[0]).join("state").is_file(),
+        "kept by the last run"
+    );
     assert_eq!(
         entries(&repo.join(".git/agent-git")),
         ["pool-1", "pool-1.lease"],

@@ -811,3 +811,70 @@ fn a_pipe_in_place_of_a_tracked_file_hangs_no_run() {
         "the next run hung at its start (run one ended by itself: {first_ended})"
     );
 }
+
+/// The lasting clean rooms of this user in `tmp`.
+fn rooms_in(tmp: &Path) -> Vec<PathBuf> {
+    let mut rooms: Vec<PathBuf> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("agent-git-room-")
+        })
+        .map(|e| e.path())
+        .collect();
+    rooms.sort();
+    rooms
+}
+
+/// The next run resets the clean room the last one kept, by what differs, and trusts nothing
+/// changed in it meanwhile: a test file made to pass there (its times put back) is written
+/// anew before the tests run.
+#[test]
+fn the_next_run_resets_the_kept_clean_room_and_trusts_nothing_changed_in_it() {
+    use std::os::unix::fs::MetadataExt;
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let with_tmp = |cmd: &mut std::process::Command| {
+        cmd.env("TMPDIR", &tmp);
+    };
+    let replies = json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
+    let first = env.fix_scripted_with(&repo, "agent/first", replies, &[], with_tmp);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let rooms = rooms_in(&tmp);
+    assert_eq!(rooms.len(), 1, "{rooms:?}");
+    let tree = rooms[0].join("tree");
+    assert!(
+        rooms[0].join("state").is_file(),
+        "the room is kept with its state"
+    );
+    let notes = std::fs::metadata(tree.join("docs/notes.md")).unwrap().ino();
+
+    let test = tree.join("test_calc.py");
+    let times = std::fs::metadata(&test).unwrap().modified().unwrap();
+    std::fs::write(&test, "def test_add():\n    assert True\n").unwrap();
+    let file = std::fs::File::options().write(true).open(&test).unwrap();
+    file.set_modified(times).unwrap();
+    drop(file);
+
+    let second = env.fix_scripted_with(
+        &repo,
+        "agent/second",
+        json!([end_turn("Nothing to do.")]),
+        &["--json"],
+        with_tmp,
+    );
+    let json: Value = serde_json::from_str(stdout(&second.out).trim()).unwrap();
+    assert_ne!(json["outcome"], "passed", "{json}");
+    assert_eq!(json["tests"]["summary"], "1 passed, 1 failed", "{json}");
+    assert_eq!(rooms_in(&tmp), rooms, "the same room");
+    assert_eq!(std::fs::read_to_string(&test).unwrap(), TEST_CALC);
+    assert_eq!(
+        std::fs::metadata(tree.join("docs/notes.md")).unwrap().ino(),
+        notes,
+        "a file no tree changed is not written again"
+    );
+}

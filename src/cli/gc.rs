@@ -26,8 +26,8 @@ fn parse_age(text: &str) -> Result<i64, String> {
 }
 
 /// Removes the work trees, temp dirs and cgroups of runs that are gone (killed, or the machine
-/// went down), and the work trees kept for the next runs; a run still going keeps everything. Branches stay unless --older-than or
-/// --failed asks for them.
+/// went down), and the work trees and clean rooms kept for the next runs; a run still going
+/// keeps everything. Branches stay unless --older-than or --failed asks for them.
 pub fn run(args: GcArgs) -> Result<u8, CliError> {
     let repo = match &args.repo {
         Some(path) => Some(crate::workspace::open_user_repo(path)?),
@@ -37,8 +37,29 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
     };
     let swept = crate::run::sweep_leftovers(repo.as_ref());
     println!("agent-git gc: {}", swept.describe());
+    let orphans = crate::workspace::rooms::sweep_orphans(&std::env::temp_dir());
+    if !orphans.is_empty() {
+        let paths: Vec<String> = orphans.iter().map(|p| p.display().to_string()).collect();
+        println!(
+            "agent-git gc: removed the clean rooms of repositories that are gone: {}",
+            paths.join(", ")
+        );
+    }
     if let Some(repo) = &repo {
         let emptied = crate::workspace::pool::empty(repo);
+        let rooms = std::env::temp_dir()
+            .canonicalize()
+            .ok()
+            .zip(repo.commondir().join("objects").canonicalize().ok())
+            .map(|(temp, objects)| crate::workspace::rooms::empty(&temp, &objects))
+            .unwrap_or_default();
+        if !rooms.is_empty() {
+            let paths: Vec<String> = rooms.iter().map(|p| p.display().to_string()).collect();
+            println!(
+                "agent-git gc: removed the clean rooms kept for the next runs: {}",
+                paths.join(", ")
+            );
+        }
         if !emptied.is_empty() {
             let paths: Vec<String> = emptied.iter().map(|p| p.display().to_string()).collect();
             println!(

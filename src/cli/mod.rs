@@ -63,9 +63,10 @@ pub enum Command {
     Discard(discard::DiscardArgs),
     /// Print the conversation of a run, stored in git (refs/notes/agent-git), as JSON.
     Transcript(transcript::TranscriptArgs),
-    /// Remove what runs that did not finish left behind (work trees, temp dirs, cgroups);
-    /// with --failed or --older-than, also the branches of such runs. Every run does the
-    /// first for its repository as it starts.
+    /// Remove what runs that did not finish left behind (work trees, temp dirs, cgroups) and
+    /// what runs keep for the next ones (pooled work trees, clean rooms); with --failed or
+    /// --older-than, also the branches of such runs. Every run does the first for its
+    /// repository as it starts.
     Gc(gc::GcArgs),
     /// Test a commit in a clean room; with --pre-push, what a push brings (the pre-push hook).
     Check(check::CheckArgs),

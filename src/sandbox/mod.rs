@@ -444,9 +444,9 @@ fn link_targets(hidden: &[PathBuf]) -> Vec<PathBuf> {
     targets
 }
 
-/// Other runs' private dirs and clean rooms in `temp`, where a command would see them: a
-/// temp dir that the sandbox does not make fresh (TMPDIR under HOME, say, or a /tmp the user
-/// made writable, which the sandbox leaves as it is).
+/// Other runs' private dirs and clean rooms (lasting ones too) in `temp`, where a command
+/// would see them: a temp dir that the sandbox does not make fresh (TMPDIR under HOME, say,
+/// or a /tmp the user made writable, which the sandbox leaves as it is).
 fn other_runs_dirs(temp: &Path, jail: &Jail) -> Vec<PathBuf> {
     let fresh = helper::PRIVATE_DIRS
         .iter()
@@ -471,6 +471,7 @@ fn other_runs_dirs(temp: &Path, jail: &Jail) -> Vec<PathBuf> {
             let name = e.file_name().to_string_lossy().into_owned();
             crate::leftovers::TEMP_PREFIXES
                 .iter()
+                .chain(&[crate::workspace::rooms::PREFIX])
                 .any(|p| name.starts_with(p))
         })
         .map(|e| e.path())

@@ -249,7 +249,7 @@ impl<'a> TreeTester<'a> {
             user_workdir,
             private_files,
         } = unreadable;
-        let room = CleanRoom::create(objects, user_workdir)?;
+        let room = CleanRoom::open(objects, user_workdir)?;
         let runner_script = room.root().join("agent_git_runner.py");
         std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
             .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;

@@ -46,6 +46,26 @@ struct Snapshot {
     dirs: std::collections::HashMap<u64, Stamp>,
 }
 
+/// The key of a room's hashes: drawn at random when the room is made, and kept with its
+/// state when it outlasts a run (see `rooms`). What is hashed is written out field by field,
+/// so a hash means the same in every build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Keys(u64, u64);
+
+impl Keys {
+    fn random() -> Keys {
+        use std::hash::BuildHasher;
+        // RandomState is seeded from the system's randomness: what it makes of two constants
+        // is as unpredictable as its seed.
+        let seed = std::collections::hash_map::RandomState::new();
+        Keys(seed.hash_one(0u8), seed.hash_one(1u8))
+    }
+
+    fn hasher(&self) -> siphasher::sip::SipHasher13 {
+        siphasher::sip::SipHasher13::new_with_keys(self.0, self.1)
+    }
+}
+
 /// What a snapshot knows of an entry.
 #[derive(Debug, Clone, Copy)]
 enum Known<'s> {
@@ -126,6 +146,16 @@ impl Stamp {
     fn is_dir(&self) -> bool {
         self.mode & 0o170000 == 0o040000
     }
+
+    /// Each field in turn, as a hash and the state file take them.
+    fn write_to(&self, out: &mut impl Hasher) {
+        out.write_u64(self.ino);
+        out.write_i64(self.ctime);
+        out.write_i64(self.mtime);
+        out.write_u32(self.ctime_nsec);
+        out.write_u32(self.mtime_nsec);
+        out.write_u32(self.mode);
+    }
 }
 
 /// Gives a directory back the mode and modification time it had, without the extended
@@ -157,8 +187,16 @@ fn restore_dir(dir: &Path, was: &Stamp) -> Result<(), WorkspaceError> {
         .map_err(fail)
 }
 
+/// Where a room lives, and what becomes of it at the end.
+enum Place {
+    /// A temp dir of its own, removed with the room.
+    Temp(tempfile::TempDir),
+    /// A lasting room (`rooms`): it stays, with the state that lets the next run trust it.
+    Lasting(PathBuf),
+}
+
 pub struct CleanRoom {
-    dir: tempfile::TempDir,
+    place: Place,
     /// Marks the room as this run's while it lives (see `leftovers`).
     _lease: crate::leftovers::Lease,
     tree: PathBuf,
@@ -181,7 +219,7 @@ pub struct CleanRoom {
     /// What that undo did, for the next reset.
     undone: Option<Undone>,
     /// The key of the snapshot's hashes.
-    keys: std::collections::hash_map::RandomState,
+    keys: Keys,
     /// Whether the setup command ran (or what it made was removed) since the last reset.
     setup_since_reset: bool,
 }
@@ -193,21 +231,23 @@ struct TreeWalk {
     /// What the setup command made: not walked.
     skip: BTreeSet<PathBuf>,
     /// The key of the snapshot's hashes: the clean room's own, drawn at random.
-    keys: std::collections::hash_map::RandomState,
+    keys: Keys,
 }
 
 impl TreeWalk {
     /// The snapshot's key for the entry at `rel`.
     fn key(&self, rel: &Path) -> u64 {
-        use std::hash::BuildHasher;
-        self.keys.hash_one(rel)
+        let mut hasher = self.keys.hasher();
+        hasher.write(rel.as_os_str().as_bytes());
+        hasher.finish()
     }
 
     /// The snapshot's keyed hash of a file's stat data: a test run that cannot see the key
     /// cannot make a change hash as the entry did.
     fn hash_of(&self, stamp: &Stamp) -> u64 {
-        use std::hash::BuildHasher;
-        self.keys.hash_one(stamp)
+        let mut hasher = self.keys.hasher();
+        stamp.write_to(&mut hasher);
+        hasher.finish()
     }
 
     /// Whether an entry's stat data now is what the snapshot knows of it.
@@ -526,18 +566,188 @@ impl RunDirs {
     }
 }
 
+/// The file of a lasting room that holds what its last run knew of it (`KeptState`).
+const STATE: &str = "state";
+
+/// Fails where the room's folder `root` lies inside the user's checkout.
+fn outside(root: &Path, user_workdir: Option<&Path>) -> Result<(), WorkspaceError> {
+    if let Some(user) = user_workdir.and_then(|w| w.canonicalize().ok()) {
+        if root.starts_with(&user) {
+            return Err(WorkspaceError::Unsafe(format!(
+                "the temp dir {} is inside the repository; set TMPDIR to a directory \
+                 outside it",
+                root.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Removes everything in the folder `root` but its lease.
+fn clear_but_lease(root: &Path) -> Result<(), WorkspaceError> {
+    let read = |e| WorkspaceError::io("read", root, e);
+    for entry in std::fs::read_dir(root).map_err(read)? {
+        let entry = entry.map_err(read)?;
+        if entry.file_name() != crate::leftovers::LEASE {
+            remove_planted(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// A lasting room as it was found, before it is this run's.
+struct Reopened {
+    tree: PathBuf,
+    repo: Repository,
+    kept: Option<KeptState>,
+    cache_written: bool,
+}
+
+impl Reopened {
+    fn into_room(self, taken: super::rooms::Taken) -> CleanRoom {
+        let (keys, current, snapshot) = match self.kept {
+            Some(kept) => (kept.keys, Some(kept.tree), Some(kept.snapshot)),
+            None => (Keys::random(), None, None),
+        };
+        CleanRoom {
+            place: Place::Lasting(taken.root),
+            _lease: taken.lease,
+            tree: self.tree,
+            repo: self.repo,
+            current,
+            setup_outputs: BTreeSet::new(),
+            setup_state: None,
+            setup_from: None,
+            runs: 0,
+            cache_written: self.cache_written,
+            snapshot,
+            undoing: None,
+            undone: None,
+            keys,
+            setup_since_reset: false,
+        }
+    }
+}
+
+/// What a lasting room's run knew of it when it let go: the key of its hashes, the tree it
+/// holds and the snapshot of its entries. Written only by agent-git, in the room's own folder,
+/// which the tests cannot see and nobody else can enter.
+struct KeptState {
+    keys: Keys,
+    tree: Oid,
+    snapshot: Snapshot,
+}
+
+/// The first bytes of a room's state file.
+const STATE_MAGIC: &[u8] = b"agent-git clean room state 1\n";
+
+impl KeptState {
+    fn encode(keys: Keys, tree: Oid, snapshot: &Snapshot) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + snapshot.files.len() * 16 + snapshot.dirs.len() * 48);
+        out.extend_from_slice(STATE_MAGIC);
+        for word in [keys.0, keys.1] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(tree.as_bytes());
+        out.extend_from_slice(&(snapshot.files.len() as u64).to_le_bytes());
+        for (key, hash) in &snapshot.files {
+            out.extend_from_slice(&key.to_le_bytes());
+            out.extend_from_slice(&hash.to_le_bytes());
+        }
+        out.extend_from_slice(&(snapshot.dirs.len() as u64).to_le_bytes());
+        for (key, stamp) in &snapshot.dirs {
+            out.extend_from_slice(&key.to_le_bytes());
+            out.extend_from_slice(&stamp.ino.to_le_bytes());
+            out.extend_from_slice(&stamp.ctime.to_le_bytes());
+            out.extend_from_slice(&stamp.mtime.to_le_bytes());
+            for word in [stamp.ctime_nsec, stamp.mtime_nsec, stamp.mode] {
+                out.extend_from_slice(&word.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// The state in `bytes`, if they are one whole.
+    fn decode(bytes: &[u8]) -> Option<KeptState> {
+        let mut input = Reader(bytes.strip_prefix(STATE_MAGIC)?);
+        let keys = Keys(input.u64()?, input.u64()?);
+        let tree = Oid::from_bytes(input.take(20)?).ok()?;
+        let mut snapshot = Snapshot::default();
+        let files = usize::try_from(input.u64()?).ok()?;
+        snapshot.files.reserve(files.min(bytes.len() / 16));
+        for _ in 0..files {
+            snapshot.files.insert(input.u64()?, input.u64()?);
+        }
+        let dirs = usize::try_from(input.u64()?).ok()?;
+        for _ in 0..dirs {
+            let key = input.u64()?;
+            let stamp = Stamp {
+                ino: input.u64()?,
+                ctime: input.i64()?,
+                mtime: input.i64()?,
+                ctime_nsec: input.u32()?,
+                mtime_nsec: input.u32()?,
+                mode: input.u32()?,
+            };
+            snapshot.dirs.insert(key, stamp);
+        }
+        input.0.is_empty().then_some(KeptState {
+            keys,
+            tree,
+            snapshot,
+        })
+    }
+}
+
+/// Reads little-endian numbers off the front of a state file.
+struct Reader<'b>(&'b [u8]);
+
+impl<'b> Reader<'b> {
+    fn take(&mut self, n: usize) -> Option<&'b [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (taken, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(taken)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+}
+
 impl Drop for CleanRoom {
-    /// What the tests left unreadable goes too (the temp dir's own removal would stop there).
+    /// A room of its own goes, with what the tests left unreadable (the temp dir's own
+    /// removal would stop there). A lasting room is made exactly its tree, and its state kept
+    /// for the next run; one that cannot be is left with no state, and is started anew.
     fn drop(&mut self) {
-        let _ = self.settle();
-        let _ = crate::leftovers::remove_forcibly(self.dir.path());
+        match &self.place {
+            Place::Temp(dir) => {
+                let dir = dir.path().to_path_buf();
+                let _ = self.settle();
+                let _ = crate::leftovers::remove_forcibly(&dir);
+            }
+            Place::Lasting(_) => {
+                let _ = self.keep();
+            }
+        }
     }
 }
 
 impl CleanRoom {
     /// An empty clean room for a repository whose objects are in `objects` (the user's
-    /// repository's common dir + `objects`). It lives in the system's temp dir, never inside
-    /// `user_workdir`, so no runner walking up from it meets the user's uncommitted files.
+    /// repository's common dir + `objects`), in a temp dir of its own that goes with it. It
+    /// lives in the system's temp dir, never inside `user_workdir`, so no runner walking up
+    /// from it meets the user's uncommitted files.
     pub fn create(objects: &Path, user_workdir: Option<&Path>) -> Result<Self, WorkspaceError> {
         let dir = tempfile::Builder::new()
             .prefix("agent-git-clean-")
@@ -547,18 +757,55 @@ impl CleanRoom {
             .path()
             .canonicalize()
             .map_err(|e| WorkspaceError::io("resolve", dir.path(), e))?;
-        if let Some(user) = user_workdir.and_then(|w| w.canonicalize().ok()) {
-            if root.starts_with(&user) {
-                return Err(WorkspaceError::Unsafe(format!(
-                    "the temp dir {} is inside the repository; set TMPDIR to a directory \
-                     outside it",
-                    root.display()
-                )));
-            }
-        }
+        outside(&root, user_workdir)?;
         let lease_path = root.join(crate::leftovers::LEASE);
         let lease = crate::leftovers::Lease::take(&lease_path)
             .map_err(|e| WorkspaceError::io("lock", &lease_path, e))?;
+        Self::build(Place::Temp(dir), &root, lease, objects)
+    }
+
+    /// The clean room of the last run on this repository, as that run left it, where one is
+    /// free (see `rooms`); else a new lasting one, or one of its own (`create`) where no
+    /// lasting room can be had. What it holds is known only from the state its last run kept,
+    /// and the first reset checks every entry against that.
+    pub fn open(objects: &Path, user_workdir: Option<&Path>) -> Result<Self, WorkspaceError> {
+        Self::open_in(&std::env::temp_dir(), objects, user_workdir)
+    }
+
+    /// `open`, with the lasting rooms in `temp`.
+    fn open_in(
+        temp: &Path,
+        objects: &Path,
+        user_workdir: Option<&Path>,
+    ) -> Result<Self, WorkspaceError> {
+        // Nothing is made in a temp dir inside the checkout: `create` says why not.
+        let lasting = temp
+            .canonicalize()
+            .ok()
+            .filter(|temp| outside(temp, user_workdir).is_ok())
+            .zip(objects.canonicalize().ok())
+            .and_then(|(temp, objects)| super::rooms::take(&temp, &objects));
+        let Some(taken) = lasting else {
+            return Self::create(objects, user_workdir);
+        };
+        if !taken.made {
+            match Self::reopen(&taken.root, objects) {
+                Some(room) => return Ok(room.into_room(taken)),
+                // Not as a room is made: it starts anew.
+                None => clear_but_lease(&taken.root)?,
+            }
+        }
+        let root = taken.root.clone();
+        Self::build(Place::Lasting(taken.root), &root, taken.lease, objects)
+    }
+
+    /// Makes the folders and the private git dir of a new room in `root`.
+    fn build(
+        place: Place,
+        root: &Path,
+        lease: crate::leftovers::Lease,
+        objects: &Path,
+    ) -> Result<Self, WorkspaceError> {
         let tree = root.join("tree");
         for sub in [&tree, &root.join("runs"), &root.join("cargo-target")] {
             std::fs::create_dir(sub).map_err(|e| WorkspaceError::io("create", sub, e))?;
@@ -585,7 +832,7 @@ impl CleanRoom {
             repo
         };
         Ok(CleanRoom {
-            dir,
+            place,
             _lease: lease,
             tree,
             repo,
@@ -598,9 +845,76 @@ impl CleanRoom {
             snapshot: None,
             undoing: None,
             undone: None,
-            keys: std::collections::hash_map::RandomState::new(),
+            keys: Keys::random(),
             setup_since_reset: false,
         })
+    }
+
+    /// The lasting room in `root` as its last run left it, if it is one made for `objects`
+    /// (None if not). With the state that run kept, it knows its tree and the stat data of
+    /// every entry; without (that run died midway), it knows nothing, and its first reset
+    /// writes the tree anew. The state is removed as it is read: it is true only until the
+    /// room is used.
+    fn reopen(root: &Path, objects: &Path) -> Option<Reopened> {
+        let (tree, git) = (root.join("tree"), root.join("git"));
+        let objects = objects.canonicalize().ok()?;
+        let alternates = std::fs::read_to_string(git.join("objects/info/alternates")).ok()?;
+        let real_dir = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+        if alternates != format!("{}\n", objects.display())
+            || ![&tree, &root.join("cargo-target")]
+                .iter()
+                .all(|d| real_dir(d))
+        {
+            return None;
+        }
+        let repo = Repository::open_bare(&git).ok()?;
+        repo.set_workdir(&tree, false).ok()?;
+        // What the last runs left outside the tree: their folders, an overlay.
+        for leftover in ["runs", "overlay", "cargo-target-fresh"] {
+            remove_entry(&root.join(leftover)).ok()?;
+        }
+        std::fs::create_dir(root.join("runs")).ok()?;
+        let state_path = root.join(STATE);
+        let state = std::fs::read(&state_path).ok();
+        remove_entry(&state_path).ok()?;
+        let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+        let kept = state
+            .as_deref()
+            .and_then(KeptState::decode)
+            .filter(|kept| head.is_some_and(|h| h.id() == kept.tree));
+        // Builds of earlier runs may be in the shared cache: a pass that used it is confirmed
+        // from scratch.
+        let cache_written = std::fs::read_dir(root.join("cargo-target"))
+            .map_or(true, |mut entries| entries.next().is_some());
+        Some(Reopened {
+            tree,
+            repo,
+            kept,
+            cache_written,
+        })
+    }
+
+    /// At the end of a lasting room's run: the tree made exactly what was last checked out
+    /// (what the last test run left undone), and the state that says so written for the
+    /// next run. Nothing is written where the room does not know what it holds.
+    fn keep(&mut self) -> Result<(), WorkspaceError> {
+        let Place::Lasting(root) = &self.place else {
+            return Ok(());
+        };
+        let root = root.clone();
+        self.settle()?;
+        let Some(current) = self.current else {
+            return Ok(());
+        };
+        self.reset_to(current)?;
+        let Some(snapshot) = &self.snapshot else {
+            return Ok(());
+        };
+        let state = KeptState::encode(self.keys, current, snapshot);
+        let fresh = root.join(format!("{STATE}.new"));
+        std::fs::write(&fresh, state).map_err(|e| WorkspaceError::io("write", &fresh, e))?;
+        let path = root.join(STATE);
+        std::fs::rename(&fresh, &path).map_err(|e| WorkspaceError::io("write", &path, e))
     }
 
     /// The tree the clean room holds now.
@@ -615,7 +929,7 @@ impl CleanRoom {
 
     /// The clean room's own directory (the tree's parent), for files the harness puts beside it.
     pub fn root(&self) -> &Path {
-        self.tree.parent().unwrap_or(self.dir.path())
+        self.tree.parent().unwrap_or(&self.tree)
     }
 
     /// Makes the tree exactly `tree`: tracked files as committed, nothing untracked or ignored
@@ -744,7 +1058,7 @@ impl CleanRoom {
         TreeWalk {
             tree: self.tree.clone(),
             skip: self.setup_outputs.clone(),
-            keys: self.keys.clone(),
+            keys: self.keys,
         }
     }
 
@@ -1182,6 +1496,147 @@ mod tests {
             ["pkg/deep/test_deep.py", "pkg/test_pkg.py", "tests"]
         );
         assert_eq!(names(third), ["pkg/deep/test_deep.py", "tests"]);
+    }
+
+    /// A lasting room of `repo`'s, with the lasting rooms in `temp`.
+    fn lasting(temp: &Path, repo: &Repository) -> CleanRoom {
+        CleanRoom::open_in(temp, &repo.path().join("objects"), repo.workdir()).unwrap()
+    }
+
+    fn inode(room: &CleanRoom, rel: &str) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(room.path().join(rel))
+            .unwrap()
+            .ino()
+    }
+
+    #[test]
+    fn a_lasting_room_is_found_as_its_last_run_left_it_and_reset_by_what_differs() {
+        let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (repo, first) = repo_with(
+            dir.path(),
+            &[
+                ("calc.py", "x = 1\n"),
+                ("pkg/a.py", "a = 1\n"),
+                ("pkg/b.py", "b\n"),
+            ],
+        );
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(first).unwrap();
+        // What a test run left, not undone before the run ends.
+        std::fs::write(room.path().join("pkg/planted.py"), "p\n").unwrap();
+        let (root, kept_inode) = (room.root().to_path_buf(), inode(&room, "pkg/a.py"));
+        drop(room);
+        assert!(root.join(STATE).is_file(), "the state is kept");
+
+        let second = commit_files(&repo, &[("calc.py", "x = 2\n")], &["pkg/b.py"]);
+        let mut room = lasting(temp.path(), &repo);
+        assert_eq!(room.root(), root, "the same room");
+        assert!(
+            !root.join(STATE).exists(),
+            "the state is true only until the room is used"
+        );
+        assert_eq!(room.current_tree(), Some(first));
+        room.reset_to(second).unwrap();
+        holds_exactly(&room, &repo, second);
+        assert_eq!(
+            inode(&room, "pkg/a.py"),
+            kept_inode,
+            "a file that did not change stays"
+        );
+    }
+
+    #[test]
+    fn what_changed_in_a_lasting_room_between_runs_is_undone() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (repo, tree) = repo_with(
+            dir.path(),
+            &[
+                ("calc.py", "x = 1\n"),
+                ("pkg/a.py", "a = 1\n"),
+                ("pkg/b.py", "b\n"),
+            ],
+        );
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(tree).unwrap();
+        let path = room.path().to_path_buf();
+        drop(room);
+        // Between two runs: a file rewritten with its old times, one removed, one added, a
+        // folder made open to all, a folder swapped for a link.
+        let calc = path.join("calc.py");
+        let times = std::fs::metadata(&calc).unwrap().modified().unwrap();
+        std::fs::write(&calc, "x = 9\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&calc)
+            .unwrap()
+            .set_modified(times)
+            .unwrap();
+        std::fs::remove_file(path.join("pkg/b.py")).unwrap();
+        std::fs::write(path.join("pkg/new.py"), "n\n").unwrap();
+        std::fs::set_permissions(path.join("pkg"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(tree).unwrap();
+        holds_exactly(&room, &repo, tree);
+        drop(room);
+        std::fs::remove_dir_all(path.join("pkg")).unwrap();
+        symlink(dir.path(), path.join("pkg")).unwrap();
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(tree).unwrap();
+        holds_exactly(&room, &repo, tree);
+        assert!(
+            dir.path().join("pkg/a.py").is_file(),
+            "the link was not followed"
+        );
+    }
+
+    #[test]
+    fn a_lasting_room_without_a_whole_state_starts_anew() {
+        let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (repo, tree) = repo_with(dir.path(), &[("calc.py", "x = 1\n"), ("t/a.py", "a\n")]);
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(tree).unwrap();
+        let root = room.root().to_path_buf();
+        drop(room);
+        let state = std::fs::read(root.join(STATE)).unwrap();
+        // A run that died midway kept none; a state cut short, or of another tree, is none.
+        let other = commit_files(&repo, &[("calc.py", "x = 3\n")], &[]);
+        let mut elsewhere = state.clone();
+        let at = STATE_MAGIC.len() + 16;
+        elsewhere[at..at + 20].copy_from_slice(other.as_bytes());
+        for written in [
+            None,
+            Some(state[..state.len() - 3].to_vec()),
+            Some(elsewhere),
+        ] {
+            std::fs::write(root.join("tree/t/planted.py"), "p\n").unwrap();
+            match &written {
+                Some(bytes) => std::fs::write(root.join(STATE), bytes).unwrap(),
+                None => std::fs::remove_file(root.join(STATE)).unwrap(),
+            }
+            let mut room = lasting(temp.path(), &repo);
+            assert_eq!(room.current_tree(), None, "nothing is known of it");
+            room.reset_to(tree).unwrap();
+            holds_exactly(&room, &repo, tree);
+        }
+        // A room whose git dir is not this repository's is made again.
+        std::fs::write(root.join("git/objects/info/alternates"), "/elsewhere\n").unwrap();
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(tree).unwrap();
+        holds_exactly(&room, &repo, tree);
+    }
+
+    #[test]
+    fn runs_going_at_once_have_rooms_of_their_own() {
+        let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (repo, tree) = repo_with(dir.path(), &[("calc.py", "x = 1\n")]);
+        let mut one = lasting(temp.path(), &repo);
+        let mut two = lasting(temp.path(), &repo);
+        assert_ne!(one.root(), two.root());
+        one.reset_to(tree).unwrap();
+        two.reset_to(tree).unwrap();
+        holds_exactly(&two, &repo, tree);
     }
 
     #[test]

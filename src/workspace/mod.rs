@@ -10,6 +10,7 @@ pub mod discard;
 pub mod land;
 pub mod notes;
 pub mod pool;
+pub mod rooms;
 
 mod restore;
 mod setup;
