@@ -10,7 +10,7 @@
 use agent_git::guard::Protection;
 use agent_git::sandbox::{Limits, Mode, Sandbox};
 use agent_git::testrun::TestPlan;
-use agent_git::verify::{Unreadable, Verifier};
+use agent_git::verify::{TestSetup, Unreadable, Verifier};
 use agent_git::workspace::Workspace;
 use std::path::Path;
 use std::process::Command;
@@ -100,19 +100,18 @@ fn bench(name: &str, files: usize) {
     .expect("sandbox");
     let interrupt = AtomicBool::new(false);
     let quiet = |_: &str, _: Duration| {};
-    let verifier = Verifier::new(
-        &workspace,
-        &protection,
-        &plan,
-        &sandbox,
-        &interrupt,
-        &quiet,
-        Unreadable {
-            user_workdir: repo.workdir(),
-            private_files: &[],
-        },
-    )
-    .expect("verifier");
+    let setup = TestSetup {
+        protection: &protection,
+        plan: &plan,
+        sandbox: &sandbox,
+        interrupt: &interrupt,
+        waiting: &quiet,
+    };
+    let unreadable = Unreadable {
+        user_workdir: repo.workdir(),
+        private_files: &[],
+    };
+    let verifier = Verifier::new(&workspace, setup, unreadable, None).expect("verifier");
 
     let first = time(&mut || {
         verifier.baseline().expect("first run");

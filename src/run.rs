@@ -7,7 +7,7 @@ use crate::report::Report;
 use crate::sandbox::{Limits, Mode, Sandbox};
 use crate::testrun::{TestPlan, TestResult};
 use crate::tools::Registry;
-use crate::verify::{TestSetup, TreeTester, Unreadable, Verifier, Waiting};
+use crate::verify::{RoomAhead, TestSetup, TreeTester, Unreadable, Verifier, Waiting};
 use crate::workspace::pool::{self, Slot};
 use crate::workspace::{
     config_with_credentials, record_tested, BaseInfo, SetupError, Tested, Workspace,
@@ -57,6 +57,10 @@ pub struct RunPlan {
     /// For `--if-failing`: the summary of the pass the record held for the base's tree when
     /// the plan was made. Then nothing runs, and the plan holds no protection.
     pub passed_before: Option<String>,
+    /// When the command started: a run's time counts from there.
+    pub started: std::time::Instant,
+    /// The clean room, being reset to the base's tree while the plan is made.
+    pub room_ahead: std::cell::Cell<Option<RoomAhead>>,
 }
 
 pub struct Finished {
@@ -82,7 +86,7 @@ pub fn execute(
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
 ) -> Result<Finished, RunError> {
-    let started = std::time::Instant::now();
+    let started = plan.started;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -93,8 +97,6 @@ pub fn execute(
         .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
 
     let swept = sweep_leftovers(Some(&plan.repo));
-    // Not run's leftovers, and not this repository's: said by `gc` only.
-    crate::workspace::rooms::sweep_orphans(&std::env::temp_dir());
     if !swept.is_empty() {
         progress(&swept.describe());
     }
@@ -348,7 +350,7 @@ fn test_base(
         private_files: &plan.private_files,
     };
     let objects = plan.repo.commondir().join("objects");
-    let tester = TreeTester::new(&objects, None, setup, unreadable)
+    let tester = TreeTester::new(&objects, None, setup, unreadable, plan.room_ahead.take())
         .map_err(|e| format!("cannot set up the clean room: {e}"))?;
     let result = tester
         .test(tree)
@@ -468,19 +470,19 @@ fn work(
     let hooks_run = plan.run_hooks && sandbox.refusal().is_none();
     plan.notes
         .extend(hooks_note(workspace, plan.run_hooks, hooks_run));
-    let verifier = Verifier::new(
-        workspace,
-        &plan.protection,
-        &plan.tests,
-        &sandbox,
+    let setup = TestSetup {
+        protection: &plan.protection,
+        plan: &plan.tests,
+        sandbox: &sandbox,
         interrupt,
         waiting,
-        Unreadable {
-            user_workdir: plan.repo.workdir(),
-            private_files: &plan.private_files,
-        },
-    )
-    .map_err(|e| harness(&format!("cannot set up the clean room: {e}")))?;
+    };
+    let unreadable = Unreadable {
+        user_workdir: plan.repo.workdir(),
+        private_files: &plan.private_files,
+    };
+    let verifier = Verifier::new(workspace, setup, unreadable, plan.room_ahead.take())
+        .map_err(|e| harness(&format!("cannot set up the clean room: {e}")))?;
     if let Some(result) = baseline {
         verifier.adopt_baseline(result);
     }

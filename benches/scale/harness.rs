@@ -5,7 +5,7 @@ use crate::common::{compare, git_command, time, Options, Repo};
 use agent_git::guard::Protection;
 use agent_git::sandbox::{Limits, Mode, Sandbox};
 use agent_git::testrun::TestPlan;
-use agent_git::verify::{Unreadable, Verifier};
+use agent_git::verify::{TestSetup, Unreadable, Verifier};
 use agent_git::workspace::{Changed, NoHooks, Workspace};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -89,19 +89,18 @@ pub fn test_run(repo: &Repo, options: &Options) {
     let plan = TestPlan::shell("true".to_string(), Duration::from_secs(60));
     let interrupt = AtomicBool::new(false);
     let quiet = |_: &str, _: Duration| {};
-    let verifier = Verifier::new(
-        &run.workspace,
-        &run.protection,
-        &plan,
-        &run.sandbox,
-        &interrupt,
-        &quiet,
-        Unreadable {
-            user_workdir: Some(&repo.path),
-            private_files: &[],
-        },
-    )
-    .expect("verifier");
+    let setup = TestSetup {
+        protection: &run.protection,
+        plan: &plan,
+        sandbox: &run.sandbox,
+        interrupt: &interrupt,
+        waiting: &quiet,
+    };
+    let unreadable = Unreadable {
+        user_workdir: Some(&repo.path),
+        private_files: &[],
+    };
+    let verifier = Verifier::new(&run.workspace, setup, unreadable, None).expect("verifier");
     let first = time(&mut || assert!(verifier.baseline().expect("baseline").passed));
     println!(
         "  first test run (clean room checkout)      {:>8.1} ms",

@@ -124,7 +124,7 @@ impl<'r> Checker<'r> {
             private_files: &[],
         };
         let objects = repo.commondir().join("objects");
-        TreeTester::new(&objects, None, setup, unreadable)
+        TreeTester::new(&objects, None, setup, unreadable, None)
             .map_err(|e| format!("cannot set up the clean room: {e}"))
     }
 

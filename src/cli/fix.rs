@@ -7,6 +7,7 @@ use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit
 use crate::prepare::{plan_at, settings_at, tests_at, tests_for_plan, PrepareError, TestsAt};
 use crate::run::{execute, RunPlan};
 use crate::settings::{parse_dollars, Layer, Settings};
+use crate::verify::RoomAhead;
 use crate::workspace::{
     base_reader, check_branch_free, open_user_repo, resolve_base, snapshot_working_tree,
     uncommitted, BaseInfo, SetupError,
@@ -211,6 +212,7 @@ fn waiting_line(
 
 /// Every check that can fail before the branch exists. Nothing here writes anything.
 fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliError> {
+    let started = std::time::Instant::now();
     let usage = CliError::Usage;
     let start = match &args.repo {
         Some(path) => path.clone(),
@@ -245,6 +247,20 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             .collect(),
     };
     let settings = settings_at(&repo, base.id, flags).map_err(prepare_error)?;
+    // Where a test run will come, the clean room is made ready meanwhile.
+    let ahead = || -> Result<RoomAhead, CliError> {
+        let tree = repo
+            .find_commit(base.id)
+            .map_err(SetupError::from)?
+            .tree_id();
+        let objects = repo.commondir().join("objects");
+        let workdir = repo.workdir().map(std::path::Path::to_path_buf);
+        Ok(RoomAhead::start(objects, workdir, tree))
+    };
+    let mut room_ahead = match args.if_failing && earlier.is_none() {
+        true => None,
+        false => Some(ahead()?),
+    };
 
     let model = match model {
         Some(model) => model,
@@ -270,6 +286,9 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     };
     if args.if_failing && !args.dirty && earlier.is_none() && passed_before.is_none() {
         warn_of_uncommitted(&repo);
+    }
+    if room_ahead.is_none() && passed_before.is_none() {
+        room_ahead = Some(ahead()?);
     }
     let brief = match passed_before {
         // Never sent: the model is not asked.
@@ -335,6 +354,8 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         sandbox,
         allow_write,
         max_file_size: settings.max_file_size,
+        started,
+        room_ahead: std::cell::Cell::new(room_ahead),
     })
 }
 

@@ -50,6 +50,39 @@ enum Report {
     NotAsked,
 }
 
+/// The clean room of a run, taken and reset to the base's tree in a thread of its own while
+/// the rest of the run is set up (the python3 probe, the work tree): on a large tree its
+/// checkout is as long as the work tree's.
+/// Dropped unused (the run stopped before its first test), it waits for the thread: the room
+/// then keeps its state for the next run.
+pub struct RoomAhead(Option<std::thread::JoinHandle<Result<CleanRoom, WorkspaceError>>>);
+
+impl RoomAhead {
+    /// Starts taking the room of the repository whose objects are in `objects`, and resetting
+    /// it to `tree`.
+    pub fn start(objects: PathBuf, user_workdir: Option<PathBuf>, tree: git2::Oid) -> RoomAhead {
+        RoomAhead(Some(std::thread::spawn(move || {
+            let mut room = CleanRoom::open(&objects, user_workdir.as_deref())?;
+            room.reset_ahead(tree)?;
+            Ok(room)
+        })))
+    }
+
+    fn join(mut self) -> Result<CleanRoom, VerifyError> {
+        let stopped = || WorkspaceError::Unsafe("the clean room's set-up stopped midway".into());
+        let thread = self.0.take().ok_or_else(stopped)?;
+        Ok(thread.join().map_err(|_| stopped())??)
+    }
+}
+
+impl Drop for RoomAhead {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Hears how long a test run has been going, while it goes (the CLI shows it on stderr).
 pub type Waiting<'a> = &'a dyn Fn(&str, Duration);
 
@@ -73,29 +106,21 @@ pub struct Verifier<'a> {
 }
 
 impl<'a> Verifier<'a> {
-    /// Makes the clean room (outside the user's checkout) and puts the built-in runner beside
-    /// it.
+    /// Takes the clean room (outside the user's checkout: the one made `ahead`, if any) and
+    /// puts the built-in runner beside it.
     pub fn new(
         workspace: &'a Workspace,
-        protection: &'a Protection,
-        plan: &'a TestPlan,
-        sandbox: &'a Sandbox,
-        interrupt: &'a AtomicBool,
-        waiting: Waiting<'a>,
+        setup: TestSetup<'a>,
         unreadable: Unreadable,
+        ahead: Option<RoomAhead>,
     ) -> Result<Self, VerifyError> {
-        let setup = TestSetup {
-            protection,
-            plan,
-            sandbox,
-            interrupt,
-            waiting,
-        };
+        let (plan, sandbox, interrupt) = (setup.plan, setup.sandbox, setup.interrupt);
         let tester = TreeTester::new(
             &workspace.objects_dir(),
             Some(workspace.path()),
             setup,
             unreadable,
+            ahead,
         )?;
         Ok(Verifier {
             workspace,
@@ -237,19 +262,24 @@ pub struct TreeTester<'a> {
 }
 
 impl<'a> TreeTester<'a> {
-    /// Makes the clean room for the repository whose objects are in `objects`, and puts the
-    /// built-in runner beside it. `work_tree` is a run's work tree, hidden from the tests.
+    /// Takes the clean room for the repository whose objects are in `objects` (the one made
+    /// `ahead`, if any), and puts the built-in runner beside it. `work_tree` is a run's work
+    /// tree, hidden from the tests.
     pub fn new(
         objects: &Path,
         work_tree: Option<&Path>,
         setup: TestSetup<'a>,
         unreadable: Unreadable,
+        ahead: Option<RoomAhead>,
     ) -> Result<Self, VerifyError> {
         let Unreadable {
             user_workdir,
             private_files,
         } = unreadable;
-        let room = CleanRoom::open(objects, user_workdir)?;
+        let room = match ahead {
+            Some(ahead) => ahead.join()?,
+            None => CleanRoom::open(objects, user_workdir)?,
+        };
         let runner_script = room.root().join("agent_git_runner.py");
         std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
             .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;

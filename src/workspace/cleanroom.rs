@@ -995,6 +995,16 @@ impl CleanRoom {
         Ok(())
     }
 
+    /// `reset_to`, ahead of the first test run, with nothing but this room's owner to touch
+    /// it until then: that run's reset has nothing to undo, and walks nothing.
+    pub fn reset_ahead(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
+        self.reset_to(tree)?;
+        if self.snapshot.is_some() {
+            self.undone = Some(Undone::default());
+        }
+        Ok(())
+    }
+
     /// Starts undoing what the last test run left, in a thread of its own: the next reset
     /// then finds it done, as the model usually takes longer to answer than this takes.
     pub fn undo_in_background(&mut self) {
