@@ -653,6 +653,15 @@ impl Sandbox {
         Ok(raw)
     }
 
+    /// Takes back what was counted twice in `busy`: the time two processes ran at once.
+    pub fn counted_twice(&self, overlap: Duration) {
+        let micros = u64::try_from(overlap.as_micros()).unwrap_or(u64::MAX);
+        let relaxed = std::sync::atomic::Ordering::Relaxed;
+        let _ = self
+            .busy_micros
+            .fetch_update(relaxed, relaxed, |busy| Some(busy.saturating_sub(micros)));
+    }
+
     /// How long the processes it ran (tests, setup, commands, hooks) took, together.
     pub fn busy(&self) -> Duration {
         Duration::from_micros(self.busy_micros.load(std::sync::atomic::Ordering::Relaxed))

@@ -9,7 +9,7 @@ use crate::testrun::{
     cases_from_junit, cases_from_results_json, Case, Ended, Inventory, Runner, TestCommand,
     TestPlan, TestResult, BUILTIN_PYTHON_RUNNER,
 };
-use crate::workspace::{CleanRoom, ProtectedMemo, RunDirs, Workspace, WorkspaceError};
+use crate::workspace::{CleanRoom, ProtectedMemo, RunDirs, Workspace, WorkspaceError, OVERLAYS};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -259,6 +259,8 @@ pub struct TreeTester<'a> {
     shown: Vec<PathBuf>,
     /// The protected entries of the folders of trees tested before.
     protected_memo: RefCell<ProtectedMemo>,
+    /// Whether the last test run saw the tree through an overlay of its own.
+    overlay_held: std::cell::Cell<bool>,
 }
 
 impl<'a> TreeTester<'a> {
@@ -310,6 +312,7 @@ impl<'a> TreeTester<'a> {
             hidden,
             shown,
             protected_memo: RefCell::new(ProtectedMemo::default()),
+            overlay_held: std::cell::Cell::new(false),
         })
     }
 
@@ -318,6 +321,11 @@ impl<'a> TreeTester<'a> {
     /// scratch: that is the one that counts. A pass a report file claimed is confirmed by
     /// the command run as anyone would run it.
     pub fn test(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
+        if self.pair_at_once() {
+            if let Some(result) = self.test_pair(tree)? {
+                return Ok(result);
+            }
+        }
         let cached = self.uses_build_cache() && self.room.borrow().cache_was_written();
         let mut result = self.test_once(tree, Cache::Shared, Report::Asked)?;
         let stale_setup = self.room.borrow().setup_is_stale();
@@ -341,6 +349,120 @@ impl<'a> TreeTester<'a> {
             }
         }
         Ok(result)
+    }
+
+    /// Whether a run and the plain one that would confirm its pass may go at once: each sees
+    /// the same tree through an overlay of its own (the last run's held), with a network, a
+    /// HOME and a TMPDIR of its own, and there is a second core for it. Not with a setup
+    /// command or a build cache, which both would write for real.
+    fn pair_at_once(&self) -> bool {
+        self.reports_through_files()
+            && !self.uses_build_cache()
+            && self.setup.plan.setup.is_none()
+            && self.overlay_held.get()
+            && self.setup.sandbox.confines()
+            && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    }
+
+    /// `test` as two runs at once (see `pair_at_once`): the one asked for a report and the
+    /// plain one, which stops as soon as the first fails. None where the pair cannot stand
+    /// (an overlay did not hold, or refused a rename): `test` then runs them in turn.
+    fn test_pair(&self, tree: git2::Oid) -> Result<Option<TestResult>, VerifyError> {
+        let mut room = self.room.borrow_mut();
+        room.reset_to(tree)?;
+        let command = self.setup.plan.command_line(&self.runner_script);
+        let (asked_dirs, plain_dirs) = (room.run_dirs()?, room.run_dirs()?);
+        let (asked_upper, plain_upper) = (
+            room.fresh_overlay(OVERLAYS[0])?,
+            room.fresh_overlay(OVERLAYS[1])?,
+        );
+        let asked_jail = self.jail(&room, &asked_dirs, None, Report::Asked, Some(&asked_upper))?;
+        let plain_jail = self.jail(
+            &room,
+            &plain_dirs,
+            None,
+            Report::NotAsked,
+            Some(&plain_upper),
+        )?;
+        let stop = AtomicBool::new(false);
+        let label = self.setup.plan.label.as_str();
+        let mut waiting = |elapsed: Duration| (self.setup.waiting)(label, elapsed);
+        let (busy, started) = (self.setup.sandbox.busy(), std::time::Instant::now());
+        let (asked, plain) = std::thread::scope(|scope| {
+            let (sandbox, plan) = (self.setup.sandbox, self.setup.plan);
+            let plain = scope
+                .spawn(|| run_confined(sandbox, plan, &plain_jail, &command, &stop, &mut |_| {}));
+            let asked = self.run_jail(&asked_jail, &command, self.setup.interrupt, &mut waiting);
+            let seq = std::sync::atomic::Ordering::SeqCst;
+            if !asked.as_ref().is_ok_and(|raw| raw.exit_code == Some(0)) {
+                stop.store(true, seq);
+            }
+            // A Ctrl-C while the plain run goes on stops it too.
+            while !plain.is_finished() {
+                if self.setup.interrupt.load(seq) {
+                    stop.store(true, seq);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let plain = plain.join().unwrap_or_else(|_| {
+                Err(VerifyError::Workspace(WorkspaceError::Unsafe(
+                    "the confirming test run stopped midway".into(),
+                )))
+            });
+            (asked, plain)
+        });
+        // The two ran at once: their time together is the span, not the sum.
+        let counted = self.setup.sandbox.busy().saturating_sub(busy);
+        let sandbox = self.setup.sandbox;
+        sandbox.counted_twice(counted.saturating_sub(started.elapsed()));
+        let held = [&asked_upper, &plain_upper]
+            .iter()
+            .all(|upper| upper.join(crate::sandbox::OVERLAY_HELD).exists());
+        for name in OVERLAYS {
+            room.remove_overlay(name)?;
+        }
+        let results = (
+            read_result_files(&asked_dirs.results),
+            read_result_files(&plain_dirs.results),
+        );
+        asked_dirs.remove()?;
+        plain_dirs.remove()?;
+        self.overlay_held.set(held);
+        let (asked, plain) = (asked?, plain?);
+        let exdev =
+            |raw: &crate::sandbox::RawRun| raw.exit_code != Some(0) && crosses_devices(&raw.output);
+        if !held || exdev(&asked) || exdev(&plain) {
+            // What the runs wrote, if it reached the tree, is undone at the next reset.
+            return Ok(None);
+        }
+        if self.room_out_of_reach(&room) {
+            room.left_untouched();
+        }
+        let read = |raw: crate::sandbox::RawRun, cases| {
+            let ended = Ended {
+                exit_code: raw.exit_code,
+                timed_out: raw.timed_out,
+                interrupted: raw.interrupted,
+            };
+            TestResult::read(
+                self.setup.plan,
+                &self.plain_paths(&raw.output, room.path()),
+                ended,
+                cases,
+            )
+        };
+        let asked = read(asked, results.0);
+        if !asked.passed {
+            return Ok(Some(asked));
+        }
+        let plain = read(plain, results.1);
+        if !plain.passed {
+            return Ok(Some(plain.disputed()));
+        }
+        if let Some(why) = self.unbacked_by_plain_run(&asked, &plain) {
+            return Ok(Some(plain.disputed_by(&why)));
+        }
+        Ok(Some(asked))
     }
 
     /// `test`, with what a setup command made from another tree made again first: a second
@@ -440,7 +562,7 @@ impl<'a> TreeTester<'a> {
         };
         let mut dirs = room.run_dirs()?;
         let command = self.setup.plan.command_line(&self.runner_script);
-        let overlay = room.fresh_overlay()?;
+        let overlay = room.fresh_overlay(OVERLAYS[0])?;
         let mut raw = self.confined(
             &room,
             &dirs,
@@ -450,7 +572,8 @@ impl<'a> TreeTester<'a> {
             Some(&overlay),
         )?;
         let mut on_overlay = overlay.join(crate::sandbox::OVERLAY_HELD).exists();
-        room.remove_overlay()?;
+        self.overlay_held.set(on_overlay);
+        room.remove_overlay(OVERLAYS[0])?;
         let failed = raw.exit_code != Some(0) && !raw.timed_out && !raw.interrupted;
         if on_overlay && failed && crosses_devices(&raw.output) {
             // An overlay refuses to rename a folder of the tree below it (EXDEV) where a
@@ -524,6 +647,7 @@ impl<'a> TreeTester<'a> {
     /// results, the build cache if the runner uses one, and what the user allowed. Only the
     /// variables the runner needs are set: code under test should find as little as possible
     /// that tells it apart from a plain checkout.
+    /// The test command in `room`'s tree, confined: it hears how long it has been going.
     fn confined(
         &self,
         room: &CleanRoom,
@@ -533,6 +657,33 @@ impl<'a> TreeTester<'a> {
         report: Report,
         overlay: Option<&Path>,
     ) -> Result<crate::sandbox::RawRun, VerifyError> {
+        let jail = self.jail(room, dirs, cache, report, overlay)?;
+        let label = self.setup.plan.label.as_str();
+        let mut waiting = |elapsed: Duration| (self.setup.waiting)(label, elapsed);
+        self.run_jail(&jail, command, self.setup.interrupt, &mut waiting)
+    }
+
+    fn run_jail(
+        &self,
+        jail: &Jail,
+        command: &str,
+        interrupt: &AtomicBool,
+        waiting: &mut dyn FnMut(Duration),
+    ) -> Result<crate::sandbox::RawRun, VerifyError> {
+        let plan = self.setup.plan;
+        run_confined(self.setup.sandbox, plan, jail, command, interrupt, waiting)
+    }
+
+    /// Where a test run in `room` runs: its tree writable (through `overlay`, if one), with
+    /// `dirs` for its HOME, TMPDIR and results, and the environment `report` calls for.
+    fn jail(
+        &self,
+        room: &CleanRoom,
+        dirs: &RunDirs,
+        cache: Option<&Path>,
+        report: Report,
+        overlay: Option<&Path>,
+    ) -> Result<Jail, VerifyError> {
         let mut extra = vec![("PYTHONNOUSERSITE".to_string(), "1".to_string())];
         if !self.setup.plan.python_path.is_empty() {
             let dirs: Vec<String> = self
@@ -609,21 +760,7 @@ impl<'a> TreeTester<'a> {
             }),
             env: crate::sandbox::sandbox_env(std::env::vars(), &dirs.home, &dirs.tmp, &extra),
         };
-        let label = self.setup.plan.label.as_str();
-        let mut waiting = |elapsed: Duration| (self.setup.waiting)(label, elapsed);
-        self.setup
-            .sandbox
-            .run(
-                &jail,
-                command,
-                self.setup.plan.timeout,
-                self.setup.interrupt,
-                &mut waiting,
-            )
-            .map_err(|source| VerifyError::Start {
-                command: self.setup.plan.label.clone(),
-                source,
-            })
+        Ok(jail)
     }
 
     /// Paths in the output made relative to the tree, and the runner's path named plainly:
@@ -636,6 +773,23 @@ impl<'a> TreeTester<'a> {
             .replace(&format!("{}/", tree.display()), "")
             .replace(&tree.display().to_string(), ".")
     }
+}
+
+/// `command` in `jail`, within the plan's time limit.
+fn run_confined(
+    sandbox: &Sandbox,
+    plan: &TestPlan,
+    jail: &Jail,
+    command: &str,
+    interrupt: &AtomicBool,
+    waiting: &mut dyn FnMut(Duration),
+) -> Result<crate::sandbox::RawRun, VerifyError> {
+    sandbox
+        .run(jail, command, plan.timeout, interrupt, waiting)
+        .map_err(|source| VerifyError::Start {
+            command: plan.label.clone(),
+            source,
+        })
 }
 
 /// Whether a test run's output tells of a rename across file systems (EXDEV): how an overlay

@@ -566,6 +566,9 @@ impl RunDirs {
     }
 }
 
+/// The names of the overlays of test runs, beside the tree: one for each run going at once.
+pub const OVERLAYS: &[&str] = &["overlay", "overlay-plain"];
+
 /// The file of a lasting room that holds what its last run knew of it (`KeptState`).
 const STATE: &str = "state";
 
@@ -870,7 +873,7 @@ impl CleanRoom {
         let repo = Repository::open_bare(&git).ok()?;
         repo.set_workdir(&tree, false).ok()?;
         // What the last runs left outside the tree: their folders, an overlay.
-        for leftover in ["runs", "overlay", "cargo-target-fresh"] {
+        for leftover in ["runs", "cargo-target-fresh"].iter().chain(OVERLAYS) {
             remove_entry(&root.join(leftover)).ok()?;
         }
         std::fs::create_dir(root.join("runs")).ok()?;
@@ -1034,17 +1037,18 @@ impl CleanRoom {
     }
 
     /// An empty folder for a test run's overlay on the tree (see `left_untouched`), beside the
-    /// tree: never inside what the run may write to.
-    pub fn fresh_overlay(&self) -> Result<PathBuf, WorkspaceError> {
-        let upper = self.root().join("overlay");
-        self.remove_overlay()?;
+    /// tree: never inside what the run may write to. Two runs at once have one each
+    /// (`OVERLAYS`).
+    pub fn fresh_overlay(&self, name: &str) -> Result<PathBuf, WorkspaceError> {
+        let upper = self.root().join(name);
+        self.remove_overlay(name)?;
         std::fs::create_dir(&upper).map_err(|e| WorkspaceError::io("create", &upper, e))?;
         Ok(upper)
     }
 
-    /// Throws away what the last test run wrote through its overlay.
-    pub fn remove_overlay(&self) -> Result<(), WorkspaceError> {
-        let upper = self.root().join("overlay");
+    /// Throws away what the last test run wrote through its overlay `name`.
+    pub fn remove_overlay(&self, name: &str) -> Result<(), WorkspaceError> {
+        let upper = self.root().join(name);
         match std::fs::symlink_metadata(&upper) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             _ => remove_planted(&upper),

@@ -16,7 +16,7 @@ mod restore;
 mod setup;
 mod tested;
 
-pub use cleanroom::{check_out_room, CleanRoom, ProtectedMemo, RunDirs, CHECK_OUT_ROOM};
+pub use cleanroom::{check_out_room, CleanRoom, ProtectedMemo, RunDirs, CHECK_OUT_ROOM, OVERLAYS};
 pub use dirty::{snapshot_working_tree, uncommitted};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{
