@@ -57,8 +57,6 @@ pub struct RunPlan {
     /// For `--if-failing`: the summary of the pass the record held for the base's tree when
     /// the plan was made. Then nothing runs, and the plan holds no protection.
     pub passed_before: Option<String>,
-    /// The work tree, being taken while the plan is made (a new run's, pooled).
-    pub work_tree_ahead: Option<WorkTreeAhead>,
     /// When the command started: a run's time counts from there.
     pub started: std::time::Instant,
     /// The clean room, being reset to the base's tree while the plan is made.
@@ -81,79 +79,26 @@ pub enum RunError {
     Harness(String),
 }
 
-/// What a run needs before it is planned: the async runtime, and Ctrl-C watched from the
-/// start (a work tree may be taken while the run is planned; a signal then still ends in a
-/// report, never in a bare branch).
-pub struct Ready {
-    runtime: tokio::runtime::Runtime,
-    interrupt: Arc<AtomicBool>,
-}
-
-impl Ready {
-    pub fn new() -> Result<Ready, RunError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| RunError::Harness(format!("cannot start the async runtime: {e}")))?;
-        let interrupt = Arc::new(AtomicBool::new(false));
-        watch_signals(&runtime, interrupt.clone(), None)
-            .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
-        Ok(Ready { runtime, interrupt })
-    }
-}
-
-/// The run's work tree, taken on its new branch in a thread of its own while the run is
-/// planned (after the sweep of what dead runs left), so that its checkout overlaps the
-/// python3 probe and the clean room's. Dropped unused (the plan failed), it gives the tree
-/// back and deletes the branch, which then holds nothing.
-pub struct WorkTreeAhead(Option<std::thread::JoinHandle<Result<TakenAhead, SetupError>>>);
-
-type TakenAhead = (crate::leftovers::Swept, Workspace, Option<Slot>);
-
-impl WorkTreeAhead {
-    /// Starts taking a work tree of the repository whose git dir is `git_dir`, on a new
-    /// `branch` at `base`.
-    pub fn start(git_dir: PathBuf, base: git2::Oid, branch: String, run_id: String) -> Self {
-        WorkTreeAhead(Some(std::thread::spawn(move || {
-            let repo = Repository::open(&git_dir)?;
-            let swept = sweep_leftovers(Some(&repo));
-            let (workspace, slot) = Workspace::take(&repo, base, &branch, &run_id, true)?;
-            Ok((swept, workspace, slot))
-        })))
-    }
-
-    fn join(mut self) -> Result<TakenAhead, SetupError> {
-        let stopped = || SetupError::Io(PathBuf::new(), std::io::Error::other("stopped midway"));
-        let thread = self.0.take().ok_or_else(stopped)?;
-        thread.join().map_err(|_| stopped())?
-    }
-}
-
-impl Drop for WorkTreeAhead {
-    fn drop(&mut self) {
-        if let Some(Ok(Ok((_, workspace, slot)))) = self.0.take().map(|t| t.join()) {
-            let _ = pool::discard(workspace, slot);
-        }
-    }
-}
-
 /// Runs the plan. `progress` hears a line per step; `waiting` hears how long a test run has
 /// been going, while it goes.
 pub fn execute(
     mut plan: RunPlan,
-    ready: Ready,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
 ) -> Result<Finished, RunError> {
     let started = plan.started;
-    let Ready { runtime, interrupt } = ready;
-    let ahead = plan.work_tree_ahead.take();
-    if ahead.is_none() {
-        let swept = sweep_leftovers(Some(&plan.repo));
-        if !swept.is_empty() {
-            progress(&swept.describe());
-        }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Harness(format!("cannot start the async runtime: {e}")))?;
+    let interrupt = Arc::new(AtomicBool::new(false));
+    watch_signals(&runtime, interrupt.clone(), None)
+        .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
+
+    let swept = sweep_leftovers(Some(&plan.repo));
+    if !swept.is_empty() {
+        progress(&swept.describe());
     }
     // A resumed run goes on on its branch, which stays whatever happens.
     let resuming = plan.resume.is_some();
@@ -173,16 +118,7 @@ pub fn execute(
             Before::Unknown => {}
         }
     }
-    let (mut workspace, slot) = match ahead {
-        Some(ahead) => {
-            let (swept, workspace, slot) = ahead.join()?;
-            if !swept.is_empty() {
-                progress(&swept.describe());
-            }
-            (workspace, slot)
-        }
-        None => work_tree(&plan, resuming)?,
-    };
+    let (mut workspace, slot) = work_tree(&plan, resuming)?;
     workspace.max_file_size = plan.max_file_size;
     progress(&format!(
         "run {} on branch {} (work tree {})",

@@ -5,7 +5,7 @@ use crate::agent::{Budget, SYSTEM_PROMPT};
 use crate::brief::{Brief, Instructions, DEFAULT_MAP_TOKENS};
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
 use crate::prepare::{plan_at, settings_at, tests_at, tests_for_plan, PrepareError, TestsAt};
-use crate::run::{execute, RunPlan, WorkTreeAhead};
+use crate::run::{execute, RunPlan};
 use crate::settings::{parse_dollars, Layer, Settings};
 use crate::verify::RoomAhead;
 use crate::workspace::{
@@ -166,7 +166,6 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
         return Ok(0);
     }
     let json = args.json;
-    let ready = crate::run::Ready::new()?;
     let plan = prepare(args, model)?;
     let tty = std::io::stderr().is_terminal();
     // On a terminal the line that counts a test run's seconds is rewritten in place.
@@ -178,7 +177,7 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
             eprint!("{line}");
         }
     };
-    let finished = execute(plan, ready, &mut progress, &waiting)?;
+    let finished = execute(plan, &mut progress, &waiting)?;
     if json {
         println!("{}", finished.json);
     } else {
@@ -248,30 +247,6 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             .collect(),
     };
     let settings = settings_at(&repo, base.id, flags).map_err(prepare_error)?;
-    let (run_id, branch, task, resume) = match &earlier {
-        Some(attempt) => (
-            attempt.run_id.clone(),
-            attempt.branch.clone(),
-            attempt.task.clone(),
-            Some(attempt.messages.clone()),
-        ),
-        None => {
-            let run_id = new_run_id();
-            let branch = args
-                .branch
-                .clone()
-                .unwrap_or_else(|| format!("agent/{}-{run_id}", slug(&args.task)));
-            check_branch_free(&repo, &branch)?;
-            (run_id, branch, args.task.clone(), None)
-        }
-    };
-    // A new run's pooled work tree is taken meanwhile (not for --if-failing, which may need
-    // none).
-    let fresh_pooled = earlier.is_none() && !args.keep_worktree && !args.if_failing;
-    let work_tree_ahead = fresh_pooled.then(|| {
-        let git_dir = repo.path().to_path_buf();
-        WorkTreeAhead::start(git_dir, base.id, branch.clone(), run_id.clone())
-    });
     // Where a test run will come, the clean room is made ready meanwhile.
     let ahead = || -> Result<RoomAhead, CliError> {
         let tree = repo
@@ -333,6 +308,23 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         protection,
         allow_write,
     } = tests_at;
+    let (run_id, branch, task, resume) = match earlier {
+        Some(attempt) => (
+            attempt.run_id,
+            attempt.branch,
+            attempt.task,
+            Some(attempt.messages),
+        ),
+        None => {
+            let run_id = new_run_id();
+            let branch = args
+                .branch
+                .clone()
+                .unwrap_or_else(|| format!("agent/{}-{run_id}", slug(&args.task)));
+            check_branch_free(&repo, &branch)?;
+            (run_id, branch, args.task.clone(), None)
+        }
+    };
     Ok(RunPlan {
         tested_as,
         passed_before,
@@ -363,7 +355,6 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         allow_write,
         max_file_size: settings.max_file_size,
         started,
-        work_tree_ahead,
         room_ahead: std::cell::Cell::new(room_ahead),
     })
 }
