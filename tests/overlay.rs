@@ -379,3 +379,33 @@ fn a_test_run_that_removes_a_setup_output_makes_the_setup_run_again() {
     let json: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
     assert_eq!(json["outcome"], "passed", "{json}");
 }
+
+/// A test that uses a folder the user made writable, which every test run shares: the run
+/// that confirms a pass does not go at the same time as the pass, so the two never meet
+/// there, and a right fix passes as it does in a checkout.
+#[test]
+fn a_shared_writable_folder_keeps_a_pass_and_its_confirmation_apart() {
+    let env = TestEnv::new();
+    let shared = env.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    let test = format!(
+        "import os, time, unittest\nfrom calc import add\n\n\n\
+         class T(unittest.TestCase):\n    def test_add(self):\n        \
+         path = os.path.join({:?}, 'cache')\n        \
+         with open(path, 'w') as f:\n            f.write('x')\n        \
+         time.sleep(1)\n        \
+         os.remove(path)\n        \
+         self.assertEqual(add(2, 3), 5)\n",
+        shared.display().to_string()
+    );
+    let repo = env.repo("calc", &[("calc.py", CALC), ("test_calc.py", &test)]);
+    let shared_arg = shared.display().to_string();
+    let run = env.fix_scripted(
+        &repo,
+        "agent/shared",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+        &["--allow-write", &shared_arg, "--json"],
+    );
+    let json: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
+    assert_eq!(json["outcome"], "passed", "{}", run.stderr());
+}

@@ -283,8 +283,7 @@ impl<'a> TreeTester<'a> {
             None => CleanRoom::open(objects, user_workdir)?,
         };
         let runner_script = room.root().join("agent_git_runner.py");
-        std::fs::write(&runner_script, BUILTIN_PYTHON_RUNNER)
-            .map_err(|e| WorkspaceError::io("write", &runner_script, e))?;
+        crate::workspace::write_new(&runner_script, BUILTIN_PYTHON_RUNNER.as_bytes())?;
         // The clean room's own git dir (its alternates name the repository) and the folders
         // of other test runs are not the tests' business either.
         let room_git = room.root().join("git");
@@ -354,10 +353,12 @@ impl<'a> TreeTester<'a> {
     /// Whether a run and the plain one that would confirm its pass may go at once: each sees
     /// the same tree through an overlay of its own (the last run's held), with a network, a
     /// HOME and a TMPDIR of its own, and there is a second core for it. Not with a setup
-    /// command or a build cache, which both would write for real.
+    /// command or a build cache, which both would write for real, nor where the user made a
+    /// folder writable, which both would share.
     fn pair_at_once(&self) -> bool {
         self.reports_through_files()
             && !self.uses_build_cache()
+            && self.setup.sandbox.allowed_writes().is_empty()
             && self.setup.plan.setup.is_none()
             && self.overlay_held.get()
             && self.setup.sandbox.confines()
@@ -366,7 +367,8 @@ impl<'a> TreeTester<'a> {
 
     /// `test` as two runs at once (see `pair_at_once`): the one asked for a report and the
     /// plain one, which stops as soon as the first fails. None where the pair cannot stand
-    /// (an overlay did not hold, or refused a rename): `test` then runs them in turn.
+    /// (an overlay did not hold, or refused a rename) or the first failed: `test` then runs
+    /// them in turn, so a failure is always that of a run alone.
     fn test_pair(&self, tree: git2::Oid) -> Result<Option<TestResult>, VerifyError> {
         let mut room = self.room.borrow_mut();
         room.reset_to(tree)?;
@@ -453,7 +455,9 @@ impl<'a> TreeTester<'a> {
         };
         let asked = read(asked, results.0);
         if !asked.passed {
-            return Ok(Some(asked));
+            // Not on the word of a run that shared the machine with its twin: a failure is
+            // the verdict of a run alone.
+            return Ok(None);
         }
         let plain = read(plain, results.1);
         if !plain.passed {

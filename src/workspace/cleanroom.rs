@@ -191,8 +191,9 @@ fn restore_dir(dir: &Path, was: &Stamp) -> Result<(), WorkspaceError> {
 enum Place {
     /// A temp dir of its own, removed with the room.
     Temp(tempfile::TempDir),
-    /// A lasting room (`rooms`): it stays, with the state that lets the next run trust it.
-    Lasting(PathBuf),
+    /// A lasting room (`rooms`) in the folder `root`: it stays, with the state that lets the
+    /// next run trust it, and its record in `records`.
+    Lasting { root: PathBuf, records: PathBuf },
 }
 
 pub struct CleanRoom {
@@ -586,6 +587,19 @@ fn outside(root: &Path, user_workdir: Option<&Path>) -> Result<(), WorkspaceErro
     Ok(())
 }
 
+/// Writes `bytes` to a new file at `path`, whatever stood there removed first (a link is
+/// never followed).
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), WorkspaceError> {
+    use std::io::Write;
+    remove_entry(path)?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(bytes))
+        .map_err(|e| WorkspaceError::io("write", path, e))
+}
+
 /// Removes everything in the folder `root` but its lease.
 fn clear_but_lease(root: &Path) -> Result<(), WorkspaceError> {
     let read = |e| WorkspaceError::io("read", root, e);
@@ -603,17 +617,19 @@ struct Reopened {
     tree: PathBuf,
     repo: Repository,
     kept: Option<KeptState>,
-    cache_written: bool,
 }
 
 impl Reopened {
-    fn into_room(self, taken: super::rooms::Taken) -> CleanRoom {
+    fn into_room(self, taken: super::rooms::Taken, records: PathBuf) -> CleanRoom {
         let (keys, current, snapshot) = match self.kept {
             Some(kept) => (kept.keys, Some(kept.tree), Some(kept.snapshot)),
             None => (Keys::random(), None, None),
         };
         CleanRoom {
-            place: Place::Lasting(taken.root),
+            place: Place::Lasting {
+                root: taken.root,
+                records,
+            },
             _lease: taken.lease,
             tree: self.tree,
             repo: self.repo,
@@ -622,7 +638,7 @@ impl Reopened {
             setup_state: None,
             setup_from: None,
             runs: 0,
-            cache_written: self.cache_written,
+            cache_written: false,
             snapshot,
             undoing: None,
             undone: None,
@@ -739,7 +755,7 @@ impl Drop for CleanRoom {
                 let _ = self.settle();
                 let _ = crate::leftovers::remove_forcibly(&dir);
             }
-            Place::Lasting(_) => {
+            Place::Lasting { .. } => {
                 let _ = self.keep();
             }
         }
@@ -791,15 +807,20 @@ impl CleanRoom {
         let Some(taken) = lasting else {
             return Self::create(objects, user_workdir);
         };
+        let records = super::rooms::records_of(objects);
         if !taken.made {
-            match Self::reopen(&taken.root, objects) {
-                Some(room) => return Ok(room.into_room(taken)),
+            match Self::reopen(&taken.root, objects, &records) {
+                Some(room) => return Ok(room.into_room(taken, records)),
                 // Not as a room is made: it starts anew.
                 None => clear_but_lease(&taken.root)?,
             }
         }
         let root = taken.root.clone();
-        Self::build(Place::Lasting(taken.root), &root, taken.lease, objects)
+        let place = Place::Lasting {
+            root: taken.root,
+            records,
+        };
+        Self::build(place, &root, taken.lease, objects)
     }
 
     /// Makes the folders and the private git dir of a new room in `root`.
@@ -858,7 +879,18 @@ impl CleanRoom {
     /// every entry; without (that run died midway), it knows nothing, and its first reset
     /// writes the tree anew. The state is removed as it is read: it is true only until the
     /// room is used.
-    fn reopen(root: &Path, objects: &Path) -> Option<Reopened> {
+    fn reopen(root: &Path, objects: &Path, records: &Path) -> Option<Reopened> {
+        // Only a room this repository's last run left, with the state it wrote: the record
+        // says so (a run that died left none).
+        let state_path = root.join(STATE);
+        let state = std::fs::read(&state_path).ok();
+        let kept_record = super::rooms::Record::take(records, root);
+        let trusted = state
+            .as_deref()
+            .map(|state| super::rooms::Record::of(root, state));
+        if kept_record.is_none() || kept_record != trusted.and_then(Result::ok) {
+            return None;
+        }
         let (tree, git) = (root.join("tree"), root.join("git"));
         let objects = objects.canonicalize().ok()?;
         let alternates = std::fs::read_to_string(git.join("objects/info/alternates")).ok()?;
@@ -877,34 +909,43 @@ impl CleanRoom {
             remove_entry(&root.join(leftover)).ok()?;
         }
         std::fs::create_dir(root.join("runs")).ok()?;
-        let state_path = root.join(STATE);
-        let state = std::fs::read(&state_path).ok();
         remove_entry(&state_path).ok()?;
         let head = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
         let kept = state
             .as_deref()
             .and_then(KeptState::decode)
             .filter(|kept| head.is_some_and(|h| h.id() == kept.tree));
-        // Builds of earlier runs may be in the shared cache: a pass that used it is confirmed
-        // from scratch.
-        let cache_written = std::fs::read_dir(root.join("cargo-target"))
-            .map_or(true, |mut entries| entries.next().is_some());
-        Some(Reopened {
-            tree,
-            repo,
-            kept,
-            cache_written,
-        })
+        // Builds of earlier runs are never trusted: what code under test left in the cache
+        // could fail an honest run later. It goes, while the run goes on.
+        // Into a folder of its own, so that its removal changes nothing in the room's own
+        // folder (which its record pins) whenever it ends.
+        let cache = root.join("cargo-target");
+        let trash = root.join("trash");
+        if !std::fs::symlink_metadata(&trash).is_ok_and(|m| m.is_dir()) {
+            remove_entry(&trash).ok()?;
+            std::fs::create_dir(&trash).ok()?;
+        }
+        let gone = trash.join(format!("cache-{}", std::process::id()));
+        remove_entry(&gone).ok()?;
+        std::fs::rename(&cache, &gone).ok()?;
+        std::fs::create_dir(&cache).ok()?;
+        std::thread::spawn(move || {
+            // What earlier runs could not finish removing goes too.
+            for entry in std::fs::read_dir(&trash).into_iter().flatten().flatten() {
+                let _ = crate::leftovers::remove_forcibly(&entry.path());
+            }
+        });
+        Some(Reopened { tree, repo, kept })
     }
 
     /// At the end of a lasting room's run: the tree made exactly what was last checked out
     /// (what the last test run left undone), and the state that says so written for the
     /// next run. Nothing is written where the room does not know what it holds.
     fn keep(&mut self) -> Result<(), WorkspaceError> {
-        let Place::Lasting(root) = &self.place else {
+        let Place::Lasting { root, records } = &self.place else {
             return Ok(());
         };
-        let root = root.clone();
+        let (root, records) = (root.clone(), records.clone());
         self.settle()?;
         let Some(current) = self.current else {
             return Ok(());
@@ -915,9 +956,12 @@ impl CleanRoom {
         };
         let state = KeptState::encode(self.keys, current, snapshot);
         let fresh = root.join(format!("{STATE}.new"));
-        std::fs::write(&fresh, state).map_err(|e| WorkspaceError::io("write", &fresh, e))?;
+        write_new(&fresh, &state)?;
         let path = root.join(STATE);
-        std::fs::rename(&fresh, &path).map_err(|e| WorkspaceError::io("write", &path, e))
+        std::fs::rename(&fresh, &path).map_err(|e| WorkspaceError::io("write", &path, e))?;
+        let record = super::rooms::Record::of(&root, &state)
+            .map_err(|e| WorkspaceError::io("inspect", &root, e))?;
+        record.write(&records, &root)
     }
 
     /// The tree the clean room holds now.
@@ -1639,6 +1683,64 @@ mod tests {
         let mut room = lasting(temp.path(), &repo);
         room.reset_to(tree).unwrap();
         holds_exactly(&room, &repo, tree);
+    }
+
+    #[test]
+    fn a_room_or_state_the_repository_has_no_record_of_is_never_trusted() {
+        let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (repo, tree) = repo_with(dir.path(), &[("calc.py", "x = 1\n"), ("t/a.py", "a\n")]);
+        let records = super::super::rooms::records_of(&repo.path().join("objects"));
+        let keep = |temp: &Path| {
+            let mut room = lasting(temp, &repo);
+            room.reset_to(tree).unwrap();
+            let root = room.root().to_path_buf();
+            drop(room);
+            root
+        };
+        // The record gone (a state written by someone else has none).
+        let root = keep(temp.path());
+        let name = root.file_name().unwrap().to_owned();
+        std::fs::remove_file(records.join(&name)).unwrap();
+        let room = lasting(temp.path(), &repo);
+        assert_eq!(
+            room.current_tree(),
+            None,
+            "no record: nothing is known of it"
+        );
+        drop(room);
+        // A room made in its place, state and all, with the record of the one it replaced.
+        let root = keep(temp.path());
+        let record = std::fs::read(records.join(&name)).unwrap();
+        let copy = temp.path().join("copy");
+        assert!(std::process::Command::new("cp")
+            .args(["-a", root.to_str().unwrap(), copy.to_str().unwrap()])
+            .status()
+            .unwrap()
+            .success());
+        std::fs::remove_dir_all(&root).unwrap();
+        std::fs::rename(&copy, &root).unwrap();
+        std::fs::write(records.join(&name), record).unwrap();
+        let mut room = lasting(temp.path(), &repo);
+        assert_eq!(
+            room.current_tree(),
+            None,
+            "another folder: nothing is known of it"
+        );
+        room.reset_to(tree).unwrap();
+        holds_exactly(&room, &repo, tree);
+        // Whatever a planted room held in the harness's own places is not followed.
+        let root = room.root().to_path_buf();
+        drop(room);
+        std::fs::remove_file(records.join(&name)).unwrap();
+        let victim = dir.path().join("NOTES.txt");
+        std::fs::write(&victim, "mine\n").unwrap();
+        std::fs::remove_file(root.join(STATE)).unwrap();
+        symlink(&victim, root.join(STATE)).unwrap();
+        symlink(&victim, root.join("state.new")).unwrap();
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(tree).unwrap();
+        drop(room);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
     }
 
     #[test]

@@ -16,7 +16,9 @@ mod restore;
 mod setup;
 mod tested;
 
-pub use cleanroom::{check_out_room, CleanRoom, ProtectedMemo, RunDirs, CHECK_OUT_ROOM, OVERLAYS};
+pub use cleanroom::{
+    check_out_room, write_new, CleanRoom, ProtectedMemo, RunDirs, CHECK_OUT_ROOM, OVERLAYS,
+};
 pub use dirty::{snapshot_working_tree, uncommitted};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{

@@ -68,6 +68,63 @@ pub fn take(temp: &Path, objects: &Path) -> Option<Taken> {
     })
 }
 
+/// What the repository knows of one of its lasting rooms, kept in its own git dir
+/// (`records_of`), where neither the model's commands nor the tests can write: the room's
+/// folder (device, inode, change time, as its last run left it) and a digest of the state
+/// that run wrote. A room anyone else made or changed, or a state anyone else wrote, has
+/// none that matches: nothing in it is trusted, and it is made anew.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Record(String);
+
+/// Where the records of the rooms of the repository whose object database is `objects` are.
+pub fn records_of(objects: &Path) -> PathBuf {
+    objects
+        .parent()
+        .unwrap_or(objects)
+        .join("agent-git")
+        .join("rooms")
+}
+
+impl Record {
+    /// The record of the room `root` holding `state`, as they are now.
+    pub fn of(root: &Path, state: &[u8]) -> std::io::Result<Record> {
+        let meta = std::fs::symlink_metadata(root)?;
+        let digest =
+            git2::Oid::hash_object(git2::ObjectType::Blob, state).map_err(std::io::Error::other)?;
+        Ok(Record(format!(
+            "{} {} {} {} {digest}\n",
+            meta.dev(),
+            meta.ino(),
+            meta.ctime(),
+            meta.ctime_nsec()
+        )))
+    }
+
+    fn path(records: &Path, root: &Path) -> PathBuf {
+        records.join(root.file_name().unwrap_or_default())
+    }
+
+    /// Keeps this record of the room `root`.
+    pub fn write(&self, records: &Path, root: &Path) -> Result<(), super::WorkspaceError> {
+        let io = |e| super::WorkspaceError::io("write", records, e);
+        std::fs::create_dir_all(records).map_err(io)?;
+        let path = Self::path(records, root);
+        let fresh = path.with_extension("new");
+        super::remove_entry(&fresh)?;
+        super::cleanroom::write_new(&fresh, self.0.as_bytes())?;
+        std::fs::rename(&fresh, &path).map_err(io)
+    }
+
+    /// The record kept of the room `root`, removed as it is read: it is true only until the
+    /// room is used.
+    pub fn take(records: &Path, root: &Path) -> Option<Record> {
+        let path = Self::path(records, root);
+        let text = std::fs::read_to_string(&path).ok();
+        let _ = super::remove_entry(&path);
+        text.map(Record)
+    }
+}
+
 /// The lasting rooms of `objects` in `temp` that no run holds, removed; their paths.
 pub fn empty(temp: &Path, objects: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();
@@ -76,15 +133,26 @@ pub fn empty(temp: &Path, objects: &Path) -> Vec<PathBuf> {
         if !is_private_dir(&root) {
             continue;
         }
-        // Held while it goes, so that no run takes it meanwhile.
-        let Ok(Some(_lease)) = Lease::hold(&root.join(crate::leftovers::LEASE)) else {
-            continue;
-        };
-        if crate::leftovers::remove_forcibly(&root).is_ok() {
+        if remove_held(temp, &root) {
             removed.push(root);
         }
     }
     removed
+}
+
+/// Removes the room `root` unless a run holds it: under its lease, it is first moved aside
+/// (a run that comes meanwhile makes a new one in its place, never takes a lease in a folder
+/// being emptied), then removed.
+fn remove_held(temp: &Path, root: &Path) -> bool {
+    let Ok(Some(_lease)) = Lease::hold(&root.join(crate::leftovers::LEASE)) else {
+        return false;
+    };
+    let aside = temp.join(format!(
+        "agent-git-clean-gone-{}-{}",
+        std::process::id(),
+        root.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    std::fs::rename(root, &aside).is_ok() && crate::leftovers::remove_forcibly(&aside).is_ok()
 }
 
 /// Removes this user's lasting rooms in `temp` whose repository is gone (their object
@@ -106,10 +174,7 @@ pub fn sweep_orphans(temp: &Path) -> Vec<PathBuf> {
         if objects.is_empty() || Path::new(objects).is_dir() {
             continue;
         }
-        let Ok(Some(_lease)) = Lease::hold(&root.join(crate::leftovers::LEASE)) else {
-            continue;
-        };
-        if crate::leftovers::remove_forcibly(&root).is_ok() {
+        if remove_held(temp, &root) {
             removed.push(root);
         }
     }
