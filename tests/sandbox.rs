@@ -655,8 +655,9 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
     );
     assert_eq!(
         entries(&repo.join(".git/agent-git")),
-        ["pool-1", "pool-1.lease"],
-        "the killed run's lease is gone; its tree went back to the pool"
+        ["pool-1", "pool-1.lease", "rooms"],
+        "the killed run's lease is gone; its tree went back to the pool (and the clean room's \
+         record is the last run's)"
     );
     assert_eq!(env.worktrees_but_the_pool(&repo), 1);
     let list = env.git(&repo, &["worktree", "list", "--porcelain"]);

@@ -53,8 +53,8 @@ enum Report {
 /// The clean room of a run, taken and reset to the base's tree in a thread of its own while
 /// the rest of the run is set up (the python3 probe, the work tree): on a large tree its
 /// checkout is as long as the work tree's.
-/// Dropped unused (the run stopped before its first test), it waits for the thread: the room
-/// then keeps its state for the next run.
+/// Dropped unused (planning failed), it waits for the thread, and the room keeps no state: a
+/// plan that fails writes nothing in the repository, the room's record included.
 pub struct RoomAhead(Option<std::thread::JoinHandle<Result<CleanRoom, WorkspaceError>>>);
 
 impl RoomAhead {
@@ -77,8 +77,8 @@ impl RoomAhead {
 
 impl Drop for RoomAhead {
     fn drop(&mut self) {
-        if let Some(thread) = self.0.take() {
-            let _ = thread.join();
+        if let Some(Ok(Ok(mut room))) = self.0.take().map(|t| t.join()) {
+            room.keep_nothing();
         }
     }
 }

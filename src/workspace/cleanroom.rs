@@ -938,6 +938,12 @@ impl CleanRoom {
         Some(Reopened { tree, repo, kept })
     }
 
+    /// Lets go of a lasting room with no state or record written: the next run empties it
+    /// and makes it anew.
+    pub fn keep_nothing(&mut self) {
+        self.current = None;
+    }
+
     /// At the end of a lasting room's run: the tree made exactly what was last checked out
     /// (what the last test run left undone), and the state that says so written for the
     /// next run. Nothing is written where the room does not know what it holds.
