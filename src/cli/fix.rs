@@ -227,6 +227,9 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         Some(attempt) => attempt.base.clone(),
         None => starting_point(&repo, &args)?,
     };
+    // With --if-failing, only once it is known that a run follows (below).
+    let uncommitted =
+        (earlier.is_none() && !args.dirty && !args.if_failing).then(|| Uncommitted::look(&repo));
     let flags = Layer {
         model: args.model.clone(),
         test_cmd: args.test_cmd.clone(),
@@ -285,7 +288,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         (tests_at, tested_as, None)
     };
     if args.if_failing && !args.dirty && earlier.is_none() && passed_before.is_none() {
-        warn_of_uncommitted(&repo);
+        Uncommitted::look(&repo).say();
     }
     if room_ahead.is_none() && passed_before.is_none() {
         room_ahead = Some(ahead()?);
@@ -325,6 +328,9 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             (run_id, branch, args.task.clone(), None)
         }
     };
+    if let Some(uncommitted) = uncommitted {
+        uncommitted.say();
+    }
     Ok(RunPlan {
         tested_as,
         passed_before,
@@ -447,7 +453,7 @@ fn earlier_attempt(repo: &Repository, query: &str) -> Result<Attempt, CliError> 
 }
 
 /// The run's base: the commit `--base` names, or with `--dirty` a commit of the working tree
-/// as it is. Uncommitted changes left out of a run are pointed out.
+/// as it is.
 fn starting_point(repo: &Repository, args: &FixArgs) -> Result<BaseInfo, CliError> {
     if args.dirty {
         if args.base != "HEAD" {
@@ -460,25 +466,33 @@ fn starting_point(repo: &Repository, args: &FixArgs) -> Result<BaseInfo, CliErro
         resolve_base(repo, "HEAD")?;
         return Ok(snapshot_working_tree(repo)?);
     }
-    let base = resolve_base(repo, &args.base)?;
-    // With --if-failing, only once it is known that a run follows (see `fix_with`).
-    if !args.if_failing {
-        warn_of_uncommitted(repo);
-    }
-    Ok(base)
+    Ok(resolve_base(repo, &args.base)?)
 }
 
-/// Says that uncommitted tracked changes are not part of the run: a status of the whole
-/// checkout, so it is left out where nothing will run.
-fn warn_of_uncommitted(repo: &Repository) {
-    let changed = uncommitted(repo).unwrap_or_default();
-    if !changed.is_empty() {
-        eprintln!(
-            "agent-git: your uncommitted changes are not part of this run ({} changed tracked \
-             files, e.g. {}); commit them, or pass --dirty to start from them",
-            changed.len(),
-            changed[0]
-        );
+/// Whether uncommitted tracked changes are left out of the run, and the line that says so:
+/// a status of the whole checkout, taken in a thread of its own while the run is planned, and
+/// not at all where nothing will run.
+struct Uncommitted(std::thread::JoinHandle<Option<String>>);
+
+impl Uncommitted {
+    fn look(repo: &Repository) -> Uncommitted {
+        let git_dir = repo.path().to_path_buf();
+        Uncommitted(std::thread::spawn(move || {
+            let repo = Repository::open(&git_dir).ok()?;
+            let changed = uncommitted(&repo).unwrap_or_default();
+            let first = changed.first()?;
+            Some(format!(
+                "agent-git: your uncommitted changes are not part of this run ({} changed \
+                 tracked files, e.g. {first}); commit them, or pass --dirty to start from them",
+                changed.len(),
+            ))
+        }))
+    }
+
+    fn say(self) {
+        if let Ok(Some(line)) = self.0.join() {
+            eprintln!("{line}");
+        }
     }
 }
 
