@@ -210,7 +210,8 @@ fn waiting_line(
     })
 }
 
-/// Every check that can fail before the branch exists. Nothing here writes anything.
+/// Every check that can fail before the branch exists. Nothing here writes anything in the
+/// repository; the clean room, outside it, is made ready meanwhile (`RoomAhead`).
 fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliError> {
     let started = std::time::Instant::now();
     let usage = CliError::Usage;
