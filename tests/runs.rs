@@ -475,9 +475,13 @@ fn a_run_in_progress_shows_as_running_and_cannot_be_discarded() {
     let out = env.agent(&repo, &["gc", "--failed", "--older-than", "0s"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 
-    lines.for_each(drop);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
     child.wait().unwrap();
-    assert!(branches(&env, &repo).contains(&"agent/slow".to_string()));
+    assert!(
+        branches(&env, &repo).contains(&"agent/slow".to_string()),
+        "{first}\n{}",
+        rest.join("\n")
+    );
     let listed = stdout(&env.agent(&repo, &["runs"]));
     assert!(!listed.contains("running"), "{listed}");
 }

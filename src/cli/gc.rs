@@ -37,16 +37,28 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
     };
     let swept = crate::run::sweep_leftovers(repo.as_ref());
     println!("agent-git gc: {}", swept.describe());
-    let orphans = crate::workspace::rooms::sweep_orphans(&std::env::temp_dir());
-    if !orphans.is_empty() {
-        let paths: Vec<String> = orphans.iter().map(|p| p.display().to_string()).collect();
-        println!(
-            "agent-git gc: removed the clean rooms of repositories that are gone: {}",
-            paths.join(", ")
-        );
-    }
+    // Runs are judged as they are when gc starts: a run still going now is never deleted,
+    // however long the removals below take.
+    let deletes_runs = args.failed || args.older_than.is_some();
+    let code = match &repo {
+        Some(repo) if deletes_runs => delete_runs(repo, &args)?,
+        None if deletes_runs => {
+            return Err(CliError::Usage(
+                "--failed and --older-than need a repository; run in one or pass --repo PATH"
+                    .into(),
+            ))
+        }
+        _ => 0,
+    };
     if let Some(repo) = &repo {
         let emptied = crate::workspace::pool::empty(repo);
+        if !emptied.is_empty() {
+            let paths: Vec<String> = emptied.iter().map(|p| p.display().to_string()).collect();
+            println!(
+                "agent-git gc: removed the work trees kept for the next runs: {}",
+                paths.join(", ")
+            );
+        }
         let rooms = std::env::temp_dir()
             .canonicalize()
             .ok()
@@ -60,22 +72,16 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
                 paths.join(", ")
             );
         }
-        if !emptied.is_empty() {
-            let paths: Vec<String> = emptied.iter().map(|p| p.display().to_string()).collect();
-            println!(
-                "agent-git gc: removed the work trees kept for the next runs: {}",
-                paths.join(", ")
-            );
-        }
     }
-    let deletes_runs = args.failed || args.older_than.is_some();
-    match repo {
-        Some(repo) if deletes_runs => delete_runs(&repo, &args),
-        None if deletes_runs => Err(CliError::Usage(
-            "--failed and --older-than need a repository; run in one or pass --repo PATH".into(),
-        )),
-        _ => Ok(0),
+    let orphans = crate::workspace::rooms::sweep_orphans(&std::env::temp_dir());
+    if !orphans.is_empty() {
+        let paths: Vec<String> = orphans.iter().map(|p| p.display().to_string()).collect();
+        println!(
+            "agent-git gc: removed the clean rooms of repositories that are gone: {}",
+            paths.join(", ")
+        );
     }
+    Ok(code)
 }
 
 /// Deletes the runs asked for, skipping (and naming) the ones that may not go.
