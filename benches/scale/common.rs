@@ -134,8 +134,7 @@ pub fn on_path(program: &str) -> bool {
 }
 
 /// Runs `operation` and `floor` alternately `runs` times (each returns what it measured),
-/// and prints one line: the medians and minimums of both, and the ratio of the medians
-/// beside the target (`at most` that ratio).
+/// and prints their line (`side_by_side`).
 pub fn compare(
     label: &str,
     runs: usize,
@@ -150,6 +149,18 @@ pub fn compare(
         ours.push(operation());
         theirs.push(floor());
     }
+    side_by_side(label, ours, floor_label, theirs, target);
+}
+
+/// One line: the median and minimum of `ours` and of `theirs` (the floor's), and the ratio of
+/// the medians beside the target (`at most` that ratio).
+pub fn side_by_side(
+    label: &str,
+    ours: Vec<Duration>,
+    floor_label: &str,
+    theirs: Vec<Duration>,
+    target: f64,
+) {
     let (ours, theirs) = (Stats::of(ours), Stats::of(theirs));
     let ratio = ours.median.as_secs_f64() / theirs.median.as_secs_f64().max(1e-9);
     let verdict = if ratio <= target { "ok" } else { "OVER" };

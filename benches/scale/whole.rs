@@ -257,15 +257,7 @@ fn floors(clone: &Path, n: usize) -> (Duration, Duration, Duration) {
 }
 
 fn line(label: &str, samples: &[Duration], floor_label: &str, floor: &[Duration], target: f64) {
-    let ours = Stats::of(samples.to_vec());
-    let theirs = Stats::of(floor.to_vec());
-    let ratio = ours.median.as_secs_f64() / theirs.median.as_secs_f64().max(1e-9);
-    let verdict = if ratio <= target { "ok" } else { "OVER" };
-    println!(
-        "  {label:<40} {}   {floor_label:<34} {}   {ratio:>5.2}x (target {target}x) {verdict}",
-        ours.text(),
-        theirs.text()
-    );
+    common::side_by_side(label, samples.to_vec(), floor_label, floor.to_vec(), target);
 }
 
 /// Writes what is waiting to be written, so that each measure starts on a quiet disk.

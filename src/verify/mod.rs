@@ -340,14 +340,38 @@ impl<'a> TreeTester<'a> {
             // which can also see that it was asked for: the pass stands only if the command,
             // run as anyone would run it, succeeds too.
             let plain = self.test_once(tree, Cache::Shared, Report::NotAsked)?;
-            if !plain.passed {
-                return Ok(plain.disputed());
-            }
-            if let Some(why) = self.unbacked_by_plain_run(&result, &plain) {
-                return Ok(plain.disputed_by(&why));
-            }
+            return Ok(self.confirmed(result, plain));
         }
         Ok(result)
+    }
+
+    /// The verdict on a pass a report file claimed, given the plain run of the same tree: the
+    /// pass, if the plain run passed too and printed what it ran; else the plain run, disputed.
+    fn confirmed(&self, reported: TestResult, plain: TestResult) -> TestResult {
+        if !plain.passed {
+            return plain.disputed();
+        }
+        match self.unbacked_by_plain_run(&reported, &plain) {
+            Some(why) => plain.disputed_by(&why),
+            None => reported,
+        }
+    }
+
+    /// The result of the raw run `raw` in the tree at `tree`, with the cases its report
+    /// files named.
+    fn result_of(
+        &self,
+        raw: crate::sandbox::RawRun,
+        tree: &Path,
+        cases: Option<Vec<Case>>,
+    ) -> TestResult {
+        let ended = Ended {
+            exit_code: raw.exit_code,
+            timed_out: raw.timed_out,
+            interrupted: raw.interrupted,
+        };
+        let output = self.plain_paths(&raw.output, tree);
+        TestResult::read(self.setup.plan, &output, ended, cases)
     }
 
     /// Whether a run and the plain one that would confirm its pass may go at once: each sees
@@ -440,33 +464,14 @@ impl<'a> TreeTester<'a> {
         if self.room_out_of_reach(&room) {
             room.left_untouched();
         }
-        let read = |raw: crate::sandbox::RawRun, cases| {
-            let ended = Ended {
-                exit_code: raw.exit_code,
-                timed_out: raw.timed_out,
-                interrupted: raw.interrupted,
-            };
-            TestResult::read(
-                self.setup.plan,
-                &self.plain_paths(&raw.output, room.path()),
-                ended,
-                cases,
-            )
-        };
-        let asked = read(asked, results.0);
+        let asked = self.result_of(asked, room.path(), results.0);
         if !asked.passed {
             // Not on the word of a run that shared the machine with its twin: a failure is
             // the verdict of a run alone.
             return Ok(None);
         }
-        let plain = read(plain, results.1);
-        if !plain.passed {
-            return Ok(Some(plain.disputed()));
-        }
-        if let Some(why) = self.unbacked_by_plain_run(&asked, &plain) {
-            return Ok(Some(plain.disputed_by(&why)));
-        }
-        Ok(Some(asked))
+        let plain = self.result_of(plain, room.path(), results.1);
+        Ok(Some(self.confirmed(asked, plain)))
     }
 
     /// `test`, with what a setup command made from another tree made again first: a second
@@ -597,13 +602,7 @@ impl<'a> TreeTester<'a> {
         if cache == Cache::Shared && cache_dir.is_some() {
             room.note_cache_written();
         }
-        let cases = read_result_files(&dirs.results);
-        let output = self.plain_paths(&raw.output, room.path());
-        let ended = Ended {
-            exit_code: raw.exit_code,
-            timed_out: raw.timed_out,
-            interrupted: raw.interrupted,
-        };
+        let result = self.result_of(raw, room.path(), read_result_files(&dirs.results));
         dirs.remove()?;
         // Where the model's commands could write into the room after such an undo (or into the
         // tree under the overlay), it is undone at the next reset, right before the tests.
@@ -614,7 +613,7 @@ impl<'a> TreeTester<'a> {
                 room.undo_in_background();
             }
         }
-        Ok(TestResult::read(self.setup.plan, &output, ended, cases))
+        Ok(result)
     }
 
     /// Runs the setup command in the clean room; a failure comes back as a result that says

@@ -621,30 +621,11 @@ struct Reopened {
 
 impl Reopened {
     fn into_room(self, taken: super::rooms::Taken, records: PathBuf) -> CleanRoom {
-        let (keys, current, snapshot) = match self.kept {
-            Some(kept) => (kept.keys, Some(kept.tree), Some(kept.snapshot)),
-            None => (Keys::random(), None, None),
+        let place = Place::Lasting {
+            root: taken.root,
+            records,
         };
-        CleanRoom {
-            place: Place::Lasting {
-                root: taken.root,
-                records,
-            },
-            _lease: taken.lease,
-            tree: self.tree,
-            repo: self.repo,
-            current,
-            setup_outputs: BTreeSet::new(),
-            setup_state: None,
-            setup_from: None,
-            runs: 0,
-            cache_written: false,
-            snapshot,
-            undoing: None,
-            undone: None,
-            keys,
-            setup_since_reset: false,
-        }
+        CleanRoom::assemble(place, taken.lease, self.tree, self.repo, self.kept)
     }
 }
 
@@ -855,23 +836,39 @@ impl CleanRoom {
             repo.index()?.write()?;
             repo
         };
-        Ok(CleanRoom {
+        Ok(Self::assemble(place, lease, tree, repo, None))
+    }
+
+    /// A room in `place` whose tree is at `tree`, knowing of it what `kept` says (nothing for
+    /// a new room), before any setup or test run of this process.
+    fn assemble(
+        place: Place,
+        lease: crate::leftovers::Lease,
+        tree: PathBuf,
+        repo: Repository,
+        kept: Option<KeptState>,
+    ) -> CleanRoom {
+        let (keys, current, snapshot) = match kept {
+            Some(kept) => (kept.keys, Some(kept.tree), Some(kept.snapshot)),
+            None => (Keys::random(), None, None),
+        };
+        CleanRoom {
             place,
             _lease: lease,
             tree,
             repo,
-            current: None,
+            current,
             setup_outputs: BTreeSet::new(),
             setup_state: None,
             setup_from: None,
             runs: 0,
             cache_written: false,
-            snapshot: None,
+            snapshot,
             undoing: None,
             undone: None,
-            keys: Keys::random(),
+            keys,
             setup_since_reset: false,
-        })
+        }
     }
 
     /// The lasting room in `root` as its last run left it, if it is one made for `objects`
