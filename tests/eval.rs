@@ -691,3 +691,67 @@ fn a_swe_bench_patch_that_does_not_apply_is_refused() {
     );
     assert!(!task.exists(), "nothing is written");
 }
+
+/// A task's text reaches `fix` as text: a prompt that reads like a flag (`--test-cmd=true`
+/// would count a failing run as solved) and a glob that starts with `-` are taken as written,
+/// and a field no command line can carry is refused before anything runs.
+#[test]
+fn a_task_field_that_reads_like_a_flag_is_passed_as_text() {
+    let env = TestEnv::new();
+    let dir = env.path().join("flags");
+    let test = "import unittest\nfrom lib import one\n\n\nclass T(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(one(), 2)\n";
+    let give_up = r#"[{"stop_reason": "end_turn", "content": [{"type": "text", "text": "No."}]}]"#;
+    for (name, prompt) in [("cmd", "--test-cmd=true"), ("off", "--sandbox=off")] {
+        let spec =
+            json!({"prompt": prompt, "test_cmd": UNITTEST, "max_turns": 2, "protect": ["-x"]});
+        write(
+            &dir.join(name),
+            &[
+                ("task.json", &spec.to_string()),
+                ("repo/lib.py", "def one():\n    return 1\n"),
+                ("repo/test_lib.py", test),
+                ("oracle.json", give_up),
+            ],
+        );
+    }
+    let out_file = env.path().join("flags.jsonl");
+    let args = [dir.to_str().unwrap(), "--model", "oracle", "--out"];
+    eval_cmd(&env, &[&args[..], &[out_file.to_str().unwrap()]].concat())
+        .output()
+        .unwrap();
+    let records = lines(&out_file);
+    assert_eq!(records.len(), 2, "{records:?}");
+    for record in &records {
+        assert_eq!(record["passed"], false, "{record}");
+        assert_eq!(record["solved"], false, "{record}");
+        assert_eq!(record["tests"]["failing"][0], "test_lib.T.test_one");
+        let kept = Path::new(record["kept"].as_str().unwrap()).join("repo");
+        let report = env.git(&kept, &["log", "-1", "--format=%B", "eval/run-0"]);
+        let prompt = if record["task"] == "cmd" {
+            "--test-cmd=true"
+        } else {
+            "--sandbox=off"
+        };
+        assert!(report.contains(&format!("Task: {prompt}")), "{report}");
+        assert!(report.contains("\nSandbox: "), "{report}");
+        assert!(!report.contains("\nSandbox: off"), "{report}");
+    }
+
+    let nul = env.path().join("nul");
+    write(
+        &nul.join("t"),
+        &[
+            ("task.json", r#"{"prompt": "fix\u0000--test-cmd=true"}"#),
+            ("repo/lib.py", "x = 1\n"),
+        ],
+    );
+    let out = eval_cmd(&env, &[nul.to_str().unwrap(), "--model", "oracle"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("prompt holds a NUL character"),
+        "{}",
+        stderr(&out)
+    );
+}

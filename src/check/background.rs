@@ -42,12 +42,16 @@ pub fn start_fix(repo: &Repository, commit: Oid, extra: &[String]) -> Result<Sta
     let exe = std::env::current_exe().map_err(|e| format!("cannot find agent-git itself: {e}"))?;
     let task = format!("The tests fail at {short}, whose push was refused. Make them pass.");
     let mut cmd = Command::new(exe);
+    let mut repo_arg = std::ffi::OsString::from("--repo=");
+    repo_arg.push(&place);
     cmd.arg("fix")
-        .arg(task)
-        .args(["--base", &commit.to_string(), "--branch", &branch])
-        .arg("--repo")
-        .arg(&place)
+        .arg(format!("--base={commit}"))
+        .arg(format!("--branch={branch}"))
+        .arg(repo_arg)
         .args(extra)
+        // The task after `--`: whatever the hook's arguments were, it is not read as a flag.
+        .arg("--")
+        .arg(task)
         .current_dir(&place)
         .stdin(Stdio::null())
         .stdout(out)

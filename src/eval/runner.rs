@@ -190,27 +190,30 @@ fn run_one(
 fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Command, EvalError> {
     let spec = &task.spec;
     let mut cmd = Command::new(&plan.exe);
-    cmd.arg("fix").arg(&spec.prompt).arg("--json");
-    cmd.args(["--model", &plan.model_for(task)?]);
-    cmd.args(["--branch", &format!("eval/run-{run}")]);
-    cmd.arg("--repo").arg(dir.join("repo"));
+    // A task's text is given only as the value of a named option or after `--`: a prompt of
+    // `--sandbox=off` is a prompt, not a flag.
+    cmd.args(["fix", "--json"]);
+    cmd.arg(named("--model", &plan.model_for(task)?));
+    cmd.arg(named("--branch", &format!("eval/run-{run}")));
+    cmd.arg(named("--repo", dir.join("repo")));
     for (flag, value) in [
         ("--test-cmd", &spec.test_cmd),
         ("--setup-cmd", &spec.setup_cmd),
     ] {
         if let Some(value) = value {
-            cmd.args([flag, value]);
+            cmd.arg(named(flag, value));
         }
     }
     for glob in &spec.protect {
-        cmd.args(["--protect", glob]);
+        cmd.arg(named("--protect", glob));
     }
     if let Some(turns) = spec.max_turns {
-        cmd.args(["--max-turns", &turns.to_string()]);
+        cmd.arg(named("--max-turns", &turns.to_string()));
     }
     if let Some(cost) = spec.max_cost {
-        cmd.args(["--max-cost", &cost.to_string()]);
+        cmd.arg(named("--max-cost", &cost.to_string()));
     }
+    cmd.arg("--").arg(&spec.prompt);
     cmd.env_clear()
         .env("HOME", dir.join("home"))
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -231,6 +234,14 @@ fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Com
         cmd.env(name, value);
     }
     Ok(cmd)
+}
+
+/// `--flag=VALUE` as one argument, so that a value that starts with `-` stays a value.
+fn named(flag: &str, value: impl AsRef<std::ffi::OsStr>) -> std::ffi::OsString {
+    let mut arg = std::ffi::OsString::from(flag);
+    arg.push("=");
+    arg.push(value);
+    arg
 }
 
 /// Where toolchains keep their installs: the run has a HOME of its own, so those that default

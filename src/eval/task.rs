@@ -33,6 +33,23 @@ pub struct TaskSpec {
     pub required_tests: Option<RequiredTests>,
 }
 
+impl TaskSpec {
+    /// The first field that cannot reach `fix` as it is written: an argument cannot hold NUL.
+    fn unpassable(&self) -> Option<&'static str> {
+        let fields = [
+            ("prompt", Some(&self.prompt)),
+            ("test_cmd", self.test_cmd.as_ref()),
+            ("setup_cmd", self.setup_cmd.as_ref()),
+        ];
+        let globs = self.protect.iter().map(|glob| ("protect", Some(glob)));
+        fields
+            .into_iter()
+            .chain(globs)
+            .find(|(_, value)| value.is_some_and(|v| v.contains('\0')))
+            .map(|(name, _)| name)
+    }
+}
+
 /// SWE-bench's FAIL_TO_PASS (the tests the fix makes pass) and PASS_TO_PASS (those it must
 /// not break), by the names the project's test runner prints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -66,6 +83,12 @@ impl Task {
         let text = std::fs::read_to_string(&path).map_err(|e| EvalError::io(&path, e))?;
         let spec: TaskSpec = serde_json::from_str(&text)
             .map_err(|e| EvalError::Task(format!("{}: {e}", path.display())))?;
+        if let Some(field) = spec.unpassable() {
+            return Err(EvalError::Task(format!(
+                "{}: {field} holds a NUL character, which no command line can pass",
+                path.display()
+            )));
+        }
         let has_repo = dir.join("repo").is_dir();
         if has_repo == dir.join("source.json").is_file() {
             return Err(EvalError::Task(format!(

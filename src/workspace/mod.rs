@@ -110,7 +110,10 @@ fn run_apart(args: &[&std::ffi::OsStr]) -> Option<Result<(), String>> {
         // Out of the terminal's process group: a first Ctrl-C is the run's to handle, as it
         // was when the run checked out itself, and leaves nothing half-written.
         .process_group(0)
-        .args(args)
+        // The hidden command, then `--`: a path or a branch name is never read as a flag.
+        .args(&args[..1])
+        .arg("--")
+        .args(&args[1..])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
