@@ -226,7 +226,13 @@ fn two_runs_at_once_never_share_a_tree_and_gc_empties_the_pool() {
     );
     let (tree_a, tree_b) = (work_tree(&stderr(&a)), work_tree(&stderr(&b)));
     assert_ne!(tree_a, tree_b, "{}\n{}", stderr(&a), stderr(&b));
-    assert_eq!(linked_trees(&env, &repo).len(), 2, "both went to the pool");
+    assert_eq!(
+        linked_trees(&env, &repo).len(),
+        2,
+        "both went to the pool:\n{}\n{}",
+        stderr(&a),
+        stderr(&b)
+    );
 
     let gc = env.agent(&repo, &["gc"]);
     assert_eq!(code(&gc), 0, "{}", stderr(&gc));

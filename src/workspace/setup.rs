@@ -229,6 +229,10 @@ pub fn add_work_tree_here(
     let reference = repo
         .find_branch(branch, BranchType::Local)?
         .into_reference();
+    // libgit2 makes this folder only when it is missing, and fails (EEXIST) when another run
+    // made it in between: two runs that start at once would lose a pool slot to that.
+    let admin = repo.commondir().join("worktrees");
+    std::fs::create_dir_all(&admin).map_err(|e| SetupError::Io(admin.clone(), e))?;
     let mut opts = WorktreeAddOptions::new();
     opts.reference(Some(&reference));
     repo.worktree(name, path, Some(&opts))?;
