@@ -353,7 +353,7 @@ fn test_base(
     let tester = TreeTester::new(&objects, None, setup, unreadable, plan.room_ahead.take())
         .map_err(|e| format!("cannot set up the clean room: {e}"))?;
     let result = tester
-        .test(tree)
+        .test(tree, Some(plan.base.id))
         .map_err(|e| format!("the tests could not run: {e}"))?;
     Ok((result, sandbox.describe(), sandbox.busy()))
 }

@@ -1437,3 +1437,72 @@ fn a_report_file_forged_by_the_code_under_test_is_no_pass() {
         &pytest_path(),
     );
 }
+
+/// The clean room holds what `git archive` of the branch holds. New code under a folder the
+/// base's `.gitattributes` export-ignores is not in an export, so a fix that lives there is
+/// not `passed`; a file marked export-subst is tested with its placeholders expanded, as an
+/// export has it. Each verdict is checked on a real `git archive` of the branch.
+#[test]
+fn the_clean_room_holds_what_an_archive_of_the_branch_holds() {
+    let env = TestEnv::new();
+    let test = "import unittest\nimport calc\nimport _version\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 3), 5)\n\n    def test_version(self):\n        self.assertEqual(len(_version.COMMIT), 40, _version.COMMIT)\n        self.assertFalse(_version.DATE.startswith('$'), _version.DATE)\n";
+    let repo = env.repo(
+        "exported",
+        &[
+            (
+                ".gitattributes",
+                "/tools/ export-ignore\n_version.py export-subst\n",
+            ),
+            (
+                "_version.py",
+                "COMMIT = \"$Format:%H$\"\nDATE = \"$Format:%cI$\"\n",
+            ),
+            ("calc.py", CALC),
+            ("tools/build.sh", "echo build\n"),
+            ("test_calc.py", test),
+        ],
+    );
+    let before = UserState::capture(&env, &repo);
+    let unittest = "python3 -m unittest -v";
+    let path = std::env::var("PATH").unwrap();
+    let (passes, output) = export_and_test(&env, &repo, "main", unittest, &path);
+    assert!(
+        !passes && output.contains("test_add") && !output.contains("FAIL: test_version"),
+        "{output}"
+    );
+
+    // The fix lives in tools/, which no export holds.
+    let helper = tool(
+        "helper",
+        "write_file",
+        json!({"path": "tools/adding.py", "content": "def add(a, b):\n    return a + b\n"}),
+    );
+    let calc = tool(
+        "calc",
+        "write_file",
+        json!({"path": "calc.py", "content": "from tools.adding import add\n\n\ndef multiply(a, b):\n    return a * b\n"}),
+    );
+    let replies = json!([calls("Move it.", vec![helper, calc]), end_turn("Done.")]);
+    let args = ["--max-turns", "2", "--test-cmd", unittest];
+    let run = env.fix_scripted(&repo, "agent/ignored", replies, &args);
+    let (_, written) = &run.results()["helper"];
+    assert!(!written.contains("refused"), "{written}");
+    assert_not_passed(&env, &repo, &before, "agent/ignored", &run, unittest, &path);
+    let message = env.message(&repo, "agent/ignored");
+    assert!(message.contains("test_add"), "{message}");
+
+    // The same fix in calc.py, which an export holds, passes there too: test_version passes
+    // only where _version.py is expanded.
+    let edit = tool(
+        "edit",
+        "edit_file",
+        json!({"path": "calc.py", "old_text": "a - b", "new_text": "a + b"}),
+    );
+    let replies = json!([calls("Fix it.", vec![edit]), end_turn("Done.")]);
+    let run = env.fix_scripted(&repo, "agent/kept", replies, &args);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(env.trailer(&repo, "agent/kept", "Agent-Outcome"), "passed");
+    let (passes, output) = export_and_test(&env, &repo, "agent/kept", unittest, &path);
+    assert!(passes, "{output}");
+    assert_eq!(UserState::capture(&env, &repo), before);
+}

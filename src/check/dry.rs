@@ -83,7 +83,7 @@ impl Checker<'_> {
             tests_with_plan(repo, commit, &settings, &[], plan).map_err(|e| e.to_string())?;
         let result = self
             .tester(&tests)?
-            .test(tree)
+            .test(tree, Some(commit))
             .map_err(|e| format!("the tests could not run: {e}"))?;
         let inventory = Inventory::of(&result);
         let not_run: Vec<&str> = inventory.as_ref().map_or(Vec::new(), |i| {

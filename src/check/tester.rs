@@ -77,7 +77,7 @@ impl<'r> Checker<'r> {
             "testing {short} with `{}` in a clean room",
             tests.plan.label
         ));
-        let result = match self.run(tree, &tests) {
+        let result = match self.run(tree, commit, &tests) {
             Ok(result) => result,
             Err(why) => return Verdict::CannotRun(why),
         };
@@ -99,9 +99,9 @@ impl<'r> Checker<'r> {
     }
 
     /// One clean-room run of `tree`; an error says why the tests could not be run.
-    fn run(&mut self, tree: Oid, tests: &TestsAt) -> Result<TestResult, String> {
+    fn run(&mut self, tree: Oid, commit: Oid, tests: &TestsAt) -> Result<TestResult, String> {
         self.tester(tests)?
-            .test_as_anyone(tree)
+            .test_as_anyone(tree, Some(commit))
             .map_err(|e| format!("the tests could not run: {e}"))
     }
 

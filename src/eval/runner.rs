@@ -194,7 +194,7 @@ fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Com
     // `--sandbox=off` is a prompt, not a flag.
     cmd.args(["fix", "--json"]);
     cmd.arg(named("--model", &plan.model_for(task)?));
-    cmd.arg(named("--branch", &format!("eval/run-{run}")));
+    cmd.arg(named("--branch", format!("eval/run-{run}")));
     cmd.arg(named("--repo", dir.join("repo")));
     for (flag, value) in [
         ("--test-cmd", &spec.test_cmd),
@@ -208,10 +208,10 @@ fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Com
         cmd.arg(named("--protect", glob));
     }
     if let Some(turns) = spec.max_turns {
-        cmd.arg(named("--max-turns", &turns.to_string()));
+        cmd.arg(named("--max-turns", turns.to_string()));
     }
     if let Some(cost) = spec.max_cost {
-        cmd.arg(named("--max-cost", &cost.to_string()));
+        cmd.arg(named("--max-cost", cost.to_string()));
     }
     cmd.arg("--").arg(&spec.prompt);
     cmd.env_clear()

@@ -11,6 +11,7 @@ use crate::testrun::{
 };
 use crate::workspace::{CleanRoom, ProtectedMemo, RunDirs, Workspace, WorkspaceError, OVERLAYS};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -151,7 +152,7 @@ impl<'a> Verifier<'a> {
                 self.tested.borrow_mut().insert(base, result.clone());
                 result
             }
-            None => self.test_once(self.workspace.base_tree()?)?,
+            None => self.test_once(self.workspace.base_tree()?, self.workspace.base)?,
         };
         let inventory = Inventory::of(&result);
         result.checked = inventory
@@ -166,7 +167,7 @@ impl<'a> Verifier<'a> {
         let tree = self
             .workspace
             .verification_tree(self.tester.setup.protection)?;
-        let mut result = self.test_once(tree)?;
+        let mut result = self.test_once(tree, self.workspace.head()?)?;
         let mut unstable = |functions: &[String]| self.unstable_among(functions);
         Inventory::check_with(self.inventory.borrow().as_ref(), &mut result, &mut unstable);
         Ok(result)
@@ -182,7 +183,7 @@ impl<'a> Verifier<'a> {
                 .workspace
                 .base_tree()
                 .ok()
-                .and_then(|base| self.tester.test_anew(base).ok())
+                .and_then(|base| self.tester.test_anew(base, Some(self.workspace.base)).ok())
                 .and_then(|result| result.cases);
             let inventory = self.inventory.borrow();
             *known = Some(match (again, inventory.as_ref()) {
@@ -200,14 +201,14 @@ impl<'a> Verifier<'a> {
 
     /// `tree`'s result: from the run that tested it before, if one did, else from a new one.
     /// An interrupted run, or one that could not start the tests, is not kept.
-    fn test_once(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
+    fn test_once(&self, tree: git2::Oid, commit: git2::Oid) -> Result<TestResult, VerifyError> {
         if let Some(earlier) = self.tested.borrow().get(&tree) {
             return Ok(TestResult {
                 cached: true,
                 ..earlier.clone()
             });
         }
-        let result = self.tester.test(tree)?;
+        let result = self.tester.test(tree, Some(commit))?;
         if result.ran && !result.interrupted {
             self.tested.borrow_mut().insert(tree, result.clone());
         }
@@ -261,6 +262,10 @@ pub struct TreeTester<'a> {
     protected_memo: RefCell<ProtectedMemo>,
     /// Whether the last test run saw the tree through an overlay of its own.
     overlay_held: std::cell::Cell<bool>,
+    /// The repository whose trees are tested, for what an archive of them holds.
+    source: git2::Repository,
+    /// The archived tree of each (tree, commit) asked before.
+    archived: RefCell<HashMap<(git2::Oid, Option<git2::Oid>), git2::Oid>>,
 }
 
 impl<'a> TreeTester<'a> {
@@ -304,7 +309,11 @@ impl<'a> TreeTester<'a> {
         let mut shown = toolchain_paths(std::env::vars(), &hidden);
         shown.extend(setup.plan.node_modules.iter().cloned());
         shown.extend(setup.plan.venv.iter().cloned());
+        let git_dir = objects.parent().unwrap_or(objects);
+        let source = git2::Repository::open_bare(git_dir).map_err(WorkspaceError::from)?;
         Ok(TreeTester {
+            source,
+            archived: RefCell::new(HashMap::new()),
             setup,
             room: RefCell::new(room),
             runner_script,
@@ -319,7 +328,34 @@ impl<'a> TreeTester<'a> {
     /// cache they wrote, what the setup command made from another tree), one more from
     /// scratch: that is the one that counts. A pass a report file claimed is confirmed by
     /// the command run as anyone would run it.
-    pub fn test(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
+    /// `tree` is tested as an archive of `commit` holds it (`workspace::export`): what
+    /// `git archive` leaves out is not in the clean room, and the original tests are.
+    pub fn test(
+        &self,
+        tree: git2::Oid,
+        commit: Option<git2::Oid>,
+    ) -> Result<TestResult, VerifyError> {
+        let tree = self.archived(tree, commit)?;
+        self.test_archived(tree)
+    }
+
+    /// The tree an archive of `commit` (or of `tree` alone) holds, with the protected files.
+    fn archived(
+        &self,
+        tree: git2::Oid,
+        commit: Option<git2::Oid>,
+    ) -> Result<git2::Oid, VerifyError> {
+        if let Some(known) = self.archived.borrow().get(&(tree, commit)) {
+            return Ok(*known);
+        }
+        let protection = self.setup.protection;
+        let keep = |path: &Path| protection.is_protected(path);
+        let exported = crate::workspace::export::archived(&self.source, tree, commit, &keep)?;
+        self.archived.borrow_mut().insert((tree, commit), exported);
+        Ok(exported)
+    }
+
+    fn test_archived(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
         if self.pair_at_once() {
             if let Some(result) = self.test_pair(tree)? {
                 return Ok(result);
@@ -476,17 +512,27 @@ impl<'a> TreeTester<'a> {
 
     /// `test`, with what a setup command made from another tree made again first: a second
     /// run of the base must not stand on what the model's tree produced.
-    pub fn test_anew(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
+    pub fn test_anew(
+        &self,
+        tree: git2::Oid,
+        commit: Option<git2::Oid>,
+    ) -> Result<TestResult, VerifyError> {
+        let tree = self.archived(tree, commit)?;
         if self.room.borrow().setup_is_from_another(tree) {
             self.room.borrow_mut().clear_setup()?;
         }
-        self.test(tree)
+        self.test_archived(tree)
     }
 
     /// One run of `tree` as anyone would run it (nothing asks for a report file, so there is
     /// no claim to confirm): the verdict is the command's. What a setup command made from
     /// another tree is made again first.
-    pub fn test_as_anyone(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
+    pub fn test_as_anyone(
+        &self,
+        tree: git2::Oid,
+        commit: Option<git2::Oid>,
+    ) -> Result<TestResult, VerifyError> {
+        let tree = self.archived(tree, commit)?;
         let stale_setup = self.room.borrow().setup_is_from_another(tree);
         if stale_setup {
             self.room.borrow_mut().clear_setup()?;

@@ -1,0 +1,612 @@
+//! What `git archive` makes of a tree, which is what the clean room tests: an export of the
+//! branch has no path whose `export-ignore` attribute is set, and files whose `export-subst`
+//! is set have their `$Format:...$` placeholders expanded from the commit. Code the model
+//! writes under an export-ignored folder is not tested, as no archive of the branch holds it.
+//!
+//! The attributes are read as `git archive` reads them: from the `.gitattributes` files of the
+//! tree itself (deeper ones win, later lines win) and the repository's `info/attributes`
+//! (which wins over all), with the macros of the top-level files.
+
+use super::dates::{format_git_date, DateStyle};
+use super::WorkspaceError;
+use git2::{Commit, ObjectType, Oid, Repository, Tree};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const IGNORE: &str = "export-ignore";
+const SUBST: &str = "export-subst";
+const ATTRIBUTES: &str = ".gitattributes";
+
+/// One line of an attributes file that says something of the export attributes: its pattern,
+/// matched from the folder of its file, and what it makes of each (true: set; false: unset,
+/// unspecified or given a value, none of which `git archive` acts on).
+struct Rule {
+    dir: PathBuf,
+    pattern: Gitignore,
+    ignore: Option<bool>,
+    subst: Option<bool>,
+}
+
+/// The export rules of a tree, in the order git weighs them (the last that matches wins).
+pub struct ExportRules {
+    rules: Vec<Rule>,
+}
+
+impl ExportRules {
+    /// The rules `tree` and the repository's `info/attributes` hold; none for the tree of
+    /// nearly every project, which then is exported as it is.
+    pub fn of(repo: &Repository, tree: &Tree) -> Result<ExportRules, WorkspaceError> {
+        let mut files: Vec<(PathBuf, Oid)> = Vec::new();
+        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.name_bytes() == ATTRIBUTES.as_bytes() && entry.kind() == Some(ObjectType::Blob)
+            {
+                files.push((PathBuf::from(dir), entry.id()));
+            }
+            git2::TreeWalkResult::Ok
+        })?;
+        // Shallower files first: a deeper file's lines win over its parents'.
+        files.sort_by_key(|(dir, _)| dir.components().count());
+        let mut sources: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+        for (dir, id) in files {
+            sources.push((dir, repo.find_blob(id)?.content().to_vec()));
+        }
+        let info = repo.commondir().join("info").join("attributes");
+        if let Ok(text) = std::fs::read(&info) {
+            sources.push((PathBuf::new(), text));
+        }
+        Ok(ExportRules::parse(&sources))
+    }
+
+    /// The rules of attribute files given as (folder, text), lowest precedence first; macros
+    /// are taken from top-level files only, as git takes them.
+    fn parse(sources: &[(PathBuf, Vec<u8>)]) -> ExportRules {
+        if !sources
+            .iter()
+            .any(|(_, text)| find(text, b"export-").is_some())
+        {
+            return ExportRules { rules: Vec::new() };
+        }
+        let mut macros: HashMap<String, Vec<String>> = HashMap::new();
+        let mut rules = Vec::new();
+        for (dir, text) in sources {
+            for line in String::from_utf8_lossy(text).lines() {
+                let line = line.trim();
+                if let Some(definition) = line.strip_prefix("[attr]") {
+                    if dir.as_os_str().is_empty() {
+                        let mut words = definition.split_whitespace().map(String::from);
+                        if let Some(name) = words.next() {
+                            macros.insert(name, words.collect());
+                        }
+                    }
+                    continue;
+                }
+                if let Some(rule) = Rule::parse(dir, line, &macros) {
+                    rules.push(rule);
+                }
+            }
+        }
+        ExportRules { rules }
+    }
+
+    /// Whether an export is the tree as it is.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Whether `attribute` (IGNORE or SUBST) is set for the tree path `path`.
+    fn is_set(&self, attribute: &str, path: &Path, is_dir: bool) -> bool {
+        let mut set = false;
+        for rule in &self.rules {
+            let state = if attribute == IGNORE {
+                rule.ignore
+            } else {
+                rule.subst
+            };
+            let Some(state) = state else { continue };
+            let Ok(rel) = path.strip_prefix(&rule.dir) else {
+                continue;
+            };
+            if rule.pattern.matched(rel, is_dir).is_ignore() {
+                set = state;
+            }
+        }
+        set
+    }
+}
+
+impl Rule {
+    /// `PATTERN ATTR...` of the file in `dir`, if it says something of IGNORE or SUBST.
+    fn parse(dir: &Path, line: &str, macros: &HashMap<String, Vec<String>>) -> Option<Rule> {
+        if line.is_empty() || line.starts_with('#') {
+            return None;
+        }
+        let mut words = line.split_whitespace();
+        let pattern = words.next()?;
+        // git ignores negative patterns in attribute files.
+        if pattern.starts_with('!') {
+            return None;
+        }
+        let mut states = (None, None);
+        for word in words {
+            settle(word, macros, 0, &mut states);
+        }
+        let (ignore, subst) = states;
+        if ignore.is_none() && subst.is_none() {
+            return None;
+        }
+        let mut builder = GitignoreBuilder::new("");
+        builder.add_line(None, pattern).ok()?;
+        Some(Rule {
+            dir: dir.to_path_buf(),
+            pattern: builder.build().ok()?,
+            ignore,
+            subst,
+        })
+    }
+}
+
+/// What one attribute word (`name`, `-name`, `!name`, `name=value`) makes of (IGNORE, SUBST);
+/// a macro expands only when it is set, as in git.
+fn settle(
+    word: &str,
+    macros: &HashMap<String, Vec<String>>,
+    depth: usize,
+    states: &mut (Option<bool>, Option<bool>),
+) {
+    let (name, set) = match word.split_once('=') {
+        Some((name, _)) => (name, false),
+        None => match word.strip_prefix(['-', '!']) {
+            Some(name) => (name, false),
+            None => (word, true),
+        },
+    };
+    match name {
+        IGNORE => states.0 = Some(set),
+        SUBST => states.1 = Some(set),
+        name if set && depth < 8 => {
+            for inner in macros.get(name).into_iter().flatten() {
+                settle(inner, macros, depth + 1, states);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The tree an archive of `commit` (of the bare tree, when there is none: git then expands
+/// nothing) would hold. Paths `keep` names (the base's protected files: the original tests,
+/// which anyone who checks an export runs) stay even where an export leaves them out.
+pub fn archived(
+    repo: &Repository,
+    tree: Oid,
+    commit: Option<Oid>,
+    keep: &dyn Fn(&Path) -> bool,
+) -> Result<Oid, WorkspaceError> {
+    let root = repo.find_tree(tree)?;
+    let rules = ExportRules::of(repo, &root)?;
+    if rules.is_empty() {
+        return Ok(tree);
+    }
+    let commit = commit.map(|id| repo.find_commit(id)).transpose()?;
+    let export = Export {
+        repo,
+        rules: &rules,
+        commit: commit.as_ref(),
+        keep,
+    };
+    match export.tree(&root, Path::new(""), false)? {
+        Some(id) => Ok(id),
+        None => Ok(repo.treebuilder(None)?.write()?),
+    }
+}
+
+struct Export<'a> {
+    repo: &'a Repository,
+    rules: &'a ExportRules,
+    commit: Option<&'a Commit<'a>>,
+    keep: &'a dyn Fn(&Path) -> bool,
+}
+
+impl Export<'_> {
+    /// `tree` (at `prefix`) as exported; None when nothing of it is left. `ignored`: a folder
+    /// above is export-ignored.
+    fn tree(
+        &self,
+        tree: &Tree,
+        prefix: &Path,
+        ignored: bool,
+    ) -> Result<Option<Oid>, WorkspaceError> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut builder = self.repo.treebuilder(None)?;
+        let mut changed = false;
+        for entry in tree.iter() {
+            let path = prefix.join(std::ffi::OsStr::from_bytes(entry.name_bytes()));
+            let is_dir = entry.kind() == Some(ObjectType::Tree);
+            let ignored = ignored || self.rules.is_set(IGNORE, &path, is_dir);
+            let id = if is_dir {
+                self.tree(&self.repo.find_tree(entry.id())?, &path, ignored)?
+            } else if ignored {
+                (self.keep)(&path).then(|| entry.id())
+            } else if entry.kind() == Some(ObjectType::Blob)
+                && self.rules.is_set(SUBST, &path, false)
+            {
+                Some(self.substituted(entry.id())?)
+            } else {
+                Some(entry.id())
+            };
+            match id {
+                Some(id) => {
+                    changed |= id != entry.id();
+                    builder.insert(entry.name_bytes(), id, entry.filemode_raw())?;
+                }
+                None => changed = true,
+            }
+        }
+        if builder.is_empty() {
+            return Ok(None);
+        }
+        if !changed {
+            return Ok(Some(tree.id()));
+        }
+        Ok(Some(builder.write()?))
+    }
+
+    /// The blob `id` with its placeholders expanded, as a new blob when that changed it.
+    fn substituted(&self, id: Oid) -> Result<Oid, WorkspaceError> {
+        let Some(commit) = self.commit else {
+            return Ok(id);
+        };
+        let blob = self.repo.find_blob(id)?;
+        let expanded = expand_placeholders(blob.content(), &Placeholders::of(self.repo, commit)?);
+        if expanded == blob.content() {
+            return Ok(id);
+        }
+        Ok(self.repo.blob(&expanded)?)
+    }
+}
+
+/// What `git log --format` placeholders say of one commit, as `git archive` expands them
+/// (the `%h` abbreviations unique in this repository, `%d` from the refs that point at it).
+struct Placeholders {
+    values: HashMap<&'static str, String>,
+}
+
+impl Placeholders {
+    fn of(repo: &Repository, commit: &Commit) -> Result<Placeholders, WorkspaceError> {
+        let short = |id: Oid| -> Result<String, WorkspaceError> {
+            let object = repo.find_object(id, None)?;
+            Ok(object.short_id()?.as_str().unwrap_or_default().to_string())
+        };
+        let parents: Vec<Oid> = commit.parent_ids().collect();
+        let mut values: HashMap<&'static str, String> = HashMap::new();
+        values.insert("H", commit.id().to_string());
+        values.insert("h", short(commit.id())?);
+        values.insert("T", commit.tree_id().to_string());
+        values.insert("t", short(commit.tree_id())?);
+        let full: Vec<String> = parents.iter().map(Oid::to_string).collect();
+        values.insert("P", full.join(" "));
+        let abbreviated: Result<Vec<String>, _> = parents.iter().map(|p| short(*p)).collect();
+        values.insert("p", abbreviated?.join(" "));
+        for (who, signature) in [("a", commit.author()), ("c", commit.committer())] {
+            let name = String::from_utf8_lossy(signature.name_bytes()).into_owned();
+            let email = String::from_utf8_lossy(signature.email_bytes()).into_owned();
+            let time = signature.when();
+            let dates = [
+                ("d", format_git_date(time, DateStyle::Default)),
+                ("D", format_git_date(time, DateStyle::Rfc)),
+                ("i", format_git_date(time, DateStyle::Iso)),
+                ("I", format_git_date(time, DateStyle::Strict)),
+                ("s", format_git_date(time, DateStyle::Short)),
+                ("t", time.seconds().to_string()),
+                ("n", name.clone()),
+                ("N", name),
+                ("e", email.clone()),
+                ("E", email),
+            ];
+            for (key, value) in dates {
+                values.insert(placeholder_key(who, key), value);
+            }
+        }
+        let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
+        let (subject, body) = split_message(&message);
+        values.insert("s", subject);
+        values.insert("b", body);
+        values.insert("B", message);
+        let refs = refs_at(repo, commit.id())?;
+        values.insert("D", refs.join(", "));
+        let decorated = if refs.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", refs.join(", "))
+        };
+        values.insert("d", decorated);
+        Ok(Placeholders { values })
+    }
+}
+
+/// `"a" + "d"` as a `'static` key.
+fn placeholder_key(who: &str, key: &str) -> &'static str {
+    const KEYS: [&str; 20] = [
+        "ad", "aD", "ai", "aI", "as", "at", "an", "aN", "ae", "aE", "cd", "cD", "ci", "cI", "cs",
+        "ct", "cn", "cN", "ce", "cE",
+    ];
+    KEYS.iter()
+        .find(|k| k.starts_with(who) && &k[1..] == key)
+        .copied()
+        .unwrap_or("")
+}
+
+/// git's subject (the first paragraph, its lines joined by spaces) and body (the rest).
+fn split_message(message: &str) -> (String, String) {
+    let message = message.trim_start_matches('\n');
+    let (subject, body) = match message.split_once("\n\n") {
+        Some((subject, body)) => (subject, body.trim_start_matches('\n')),
+        None => (message.trim_end_matches('\n'), ""),
+    };
+    let subject: Vec<&str> = subject.lines().map(str::trim).collect();
+    (subject.join(" "), body.to_string())
+}
+
+/// The names of the branches, tags and remote branches at `id`, as `%D` lists them.
+fn refs_at(repo: &Repository, id: Oid) -> Result<Vec<String>, WorkspaceError> {
+    let mut names = Vec::new();
+    for reference in repo.references()?.flatten() {
+        let (Ok(name), Ok(target)) = (reference.name(), reference.peel_to_commit()) else {
+            continue;
+        };
+        if target.id() != id {
+            continue;
+        }
+        if let Some(branch) = name.strip_prefix("refs/heads/") {
+            names.push(branch.to_string());
+        } else if let Some(tag) = name.strip_prefix("refs/tags/") {
+            names.push(format!("tag: {tag}"));
+        } else if let Some(remote) = name.strip_prefix("refs/remotes/") {
+            names.push(remote.to_string());
+        }
+    }
+    // HEAD first, as git decorates: `HEAD -> main` for the branch it is on.
+    if let Ok(head) = repo.head() {
+        if head.peel_to_commit().is_ok_and(|c| c.id() == id) {
+            let branch = head
+                .shorthand()
+                .ok()
+                .filter(|_| head.is_branch())
+                .map(String::from);
+            match branch {
+                Some(branch) => {
+                    names.retain(|name| *name != branch);
+                    names.insert(0, format!("HEAD -> {branch}"));
+                }
+                None => names.insert(0, "HEAD".to_string()),
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// `text` with each `$Format:FORMAT$` replaced by FORMAT expanded: `%H`, `%an`, `%n`,
+/// `%%`, `%x0a` and the like; a placeholder this does not know stays as it is written.
+fn expand_placeholders(text: &[u8], values: &Placeholders) -> Vec<u8> {
+    const OPEN: &[u8] = b"$Format:";
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = find(rest, OPEN) {
+        let after = &rest[start + OPEN.len()..];
+        let Some(end) = after.iter().position(|b| *b == b'$') else {
+            break;
+        };
+        out.extend_from_slice(&rest[..start]);
+        out.extend_from_slice(format_one(&after[..end], values).as_bytes());
+        rest = &after[end + 1..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
+fn format_one(format: &[u8], values: &Placeholders) -> String {
+    let format = String::from_utf8_lossy(format);
+    let mut out = String::new();
+    let mut chars = format.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let rest = &format[at + 1..];
+        let (value, used) = match rest.chars().next() {
+            Some('%') => (Some("%".to_string()), 1),
+            Some('n') => (Some("\n".to_string()), 1),
+            Some('x') => match rest.get(1..3).and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                Some(byte) if byte.is_ascii() => (Some(char::from(byte).to_string()), 3),
+                _ => (None, 0),
+            },
+            Some(who @ ('a' | 'c')) => match rest.get(1..2) {
+                Some(key) => {
+                    let value = values.values.get(placeholder_key(&who.to_string(), key));
+                    (value.cloned(), 2)
+                }
+                None => (None, 0),
+            },
+            Some(one) => (values.values.get(&one.to_string()[..]).cloned(), 1),
+            None => (None, 0),
+        };
+        match value {
+            Some(value) => {
+                out.push_str(&value);
+                for _ in 0..used {
+                    chars.next();
+                }
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_DATE", "2026-01-05T10:00:00+01:00")
+            .env("GIT_COMMITTER_DATE", "2026-01-05T10:00:00+01:00")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        out.stdout
+    }
+
+    /// Every file of `tree`, with its content.
+    fn files(repo: &Repository, tree: Oid) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let tree = repo.find_tree(tree).unwrap();
+        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() == Some(ObjectType::Blob) {
+                let blob = repo.find_blob(entry.id()).unwrap();
+                let text = String::from_utf8_lossy(blob.content()).into_owned();
+                out.push((format!("{dir}{}", entry.name().unwrap()), text));
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .unwrap();
+        out.sort();
+        out
+    }
+
+    /// Every file of `git archive HEAD`, with its content, read back from the tar itself.
+    fn archive(dir: &Path) -> Vec<(String, String)> {
+        let out = tempfile::tempdir().unwrap();
+        let tar = out.path().join("a.tar");
+        git(dir, &["archive", "-o", tar.to_str().unwrap(), "HEAD"]);
+        let unpacked = out.path().join("x");
+        std::fs::create_dir(&unpacked).unwrap();
+        assert!(Command::new("tar")
+            .args([
+                "-xf",
+                tar.to_str().unwrap(),
+                "-C",
+                unpacked.to_str().unwrap()
+            ])
+            .status()
+            .unwrap()
+            .success());
+        let mut files = Vec::new();
+        for entry in walkdir::WalkDir::new(&unpacked) {
+            let entry = entry.unwrap();
+            if entry.file_type().is_file() {
+                let rel = entry.path().strip_prefix(&unpacked).unwrap();
+                files.push((
+                    rel.to_string_lossy().into_owned(),
+                    std::fs::read_to_string(entry.path()).unwrap(),
+                ));
+            }
+        }
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn an_export_holds_what_git_archive_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let attributes = "\
+[attr]private export-ignore\n\
+/tools/ export-ignore\n\
+*.secret private\n\
+docs/**/*.draft export-ignore\n\
+build export-ignore\n\
+!negated export-ignore\n\
+version.txt export-subst\n\
+kept.secret -export-ignore\n\
+sub/stamp.txt export-subst\n";
+        let files_in = [
+            (".gitattributes", attributes),
+            ("tools/gen.py", "x\n"),
+            ("src/tools/kept.py", "kept: a tools/ below the top\n"),
+            ("a.secret", "gone\n"),
+            ("kept.secret", "unset again\n"),
+            ("docs/guide/a.draft", "gone\n"),
+            ("docs/guide/a.md", "kept\n"),
+            ("lib/build/out.txt", "a folder named build, anywhere\n"),
+            ("build", "wait: a file named build\n"),
+            ("negated", "negative patterns do nothing\n"),
+            ("version.txt", "$Format:%H %h %T %P %an <%ae> %ad|%aI|%ci|%cs|%ct%n%s%%%x41 %q %b$ and $Format:%d$ $no end\n"),
+            ("sub/.gitattributes", "stamp.txt -export-subst\nlocal.txt export-ignore\n"),
+            ("sub/stamp.txt", "$Format:%H$\n"),
+            ("sub/local.txt", "gone\n"),
+            ("protected/local.txt", "kept by the caller\n"),
+        ];
+        for (path, text) in files_in {
+            let full = root.join(path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        }
+        std::fs::write(root.join("protected/.gitattributes"), "* export-ignore\n").unwrap();
+        git(root, &["init", "-q", "-b", "main"]);
+        git(root, &["add", "-A"]);
+        git(
+            root,
+            &[
+                "-c",
+                "user.name=A U",
+                "-c",
+                "user.email=a@u",
+                "commit",
+                "-q",
+                "-m",
+                "first line\nsecond\n\nthe body",
+            ],
+        );
+        git(root, &["tag", "v1"]);
+        let repo = Repository::open(root).unwrap();
+        let head = repo.head().unwrap().peel_to_commit().unwrap();
+        let exported = archived(&repo, head.tree_id(), Some(head.id()), &|_| false).unwrap();
+        assert_eq!(files(&repo, exported), archive(root));
+        // What the caller keeps (the protected files) stays, under an ignored folder too.
+        let keep = |p: &Path| p.starts_with("protected");
+        let kept = archived(&repo, head.tree_id(), Some(head.id()), &keep).unwrap();
+        let names: Vec<String> = files(&repo, kept).into_iter().map(|(n, _)| n).collect();
+        assert!(
+            names.contains(&"protected/local.txt".to_string()),
+            "{names:?}"
+        );
+        assert!(!names.contains(&"tools/gen.py".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn a_tree_without_export_rules_is_its_own_export() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".gitattributes"), "*.sh text eol=lf\n").unwrap();
+        std::fs::write(dir.path().join("a.sh"), "$Format:%H$\n").unwrap();
+        git(dir.path(), &["init", "-q"]);
+        git(dir.path(), &["add", "-A"]);
+        git(
+            dir.path(),
+            &[
+                "-c",
+                "user.name=A",
+                "-c",
+                "user.email=a@u",
+                "commit",
+                "-q",
+                "-m",
+                "x",
+            ],
+        );
+        let repo = Repository::open(dir.path()).unwrap();
+        let head = repo.head().unwrap().peel_to_commit().unwrap();
+        let exported = archived(&repo, head.tree_id(), Some(head.id()), &|_| false).unwrap();
+        assert_eq!(exported, head.tree_id());
+    }
+}
