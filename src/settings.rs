@@ -98,16 +98,62 @@ pub fn config_layers(repo: &Repository, base: Oid) -> Result<Vec<Layer>, String>
         .map_err(|e| format!("cannot read git config: {e}"))?;
     let mut layers = vec![read_layer(&config, "git config")?];
     if let Some(text) = crate::workspace::read_blob(repo, base, ".agentgit") {
-        let file = tempfile::NamedTempFile::new()
-            .and_then(|f| std::fs::write(f.path(), &text).map(|_| f))
-            .map_err(|e| format!("cannot read .agentgit: {e}"))?;
-        let team = Config::open(file.path())
-            .map_err(|e| format!("the committed .agentgit is not in git-config syntax: {e}"))?;
+        let team = open_committed(&text)?;
         let mut team = read_layer(&team, ".agentgit")?;
         team.allow_write.clear();
         layers.push(team);
     }
     Ok(layers)
+}
+
+/// The committed `.agentgit` as a config that reads only itself. git-config syntax has
+/// `[include]` and `[includeIf]`, which read other files (relative ones beside the file, which
+/// is a temp dir anyone can write to; absolute and `~` ones anywhere): a committed file that
+/// has one is refused before it is opened. The file is opened alone in a private folder, and
+/// what libgit2 read is checked again for include keys, whatever syntax named them.
+fn open_committed(text: &[u8]) -> Result<Config, String> {
+    let refused = |how: &str| {
+        format!(
+            "the committed .agentgit has {how}: a committed configuration reads only itself; \
+             put the settings in .agentgit or in your own git config"
+        )
+    };
+    if let Some(section) = include_section(text) {
+        return Err(refused(&format!("an [{section}] section")));
+    }
+    let dir = tempfile::tempdir().map_err(|e| format!("cannot read .agentgit: {e}"))?;
+    let path = dir.path().join("agentgit");
+    std::fs::write(&path, text).map_err(|e| format!("cannot read .agentgit: {e}"))?;
+    let config = Config::open(&path)
+        .map_err(|e| format!("the committed .agentgit is not in git-config syntax: {e}"))?;
+    let mut included = None;
+    if let Ok(entries) = config.entries(None) {
+        let _ = entries.for_each(|entry| {
+            let name = entry.name().unwrap_or_default().to_ascii_lowercase();
+            if name.starts_with("include.") || name.starts_with("includeif.") {
+                included = Some(name);
+            }
+        });
+    }
+    match included {
+        Some(name) => Err(refused(&format!("`{name}`"))),
+        None => Ok(config),
+    }
+}
+
+/// The name of the first `[include]` or `[includeIf ...]` section header in git-config text,
+/// however it is cased or spaced.
+fn include_section(text: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(text).lines().find_map(|line| {
+        let header = line.trim_start().strip_prefix('[')?;
+        let name: String = header
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let lower = name.to_ascii_lowercase();
+        (lower == "include" || lower == "includeif").then_some(name)
+    })
 }
 
 fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
@@ -298,5 +344,30 @@ mod tests {
             err,
             "agent-git.maxTurns in test must be a whole number, not `lots`"
         );
+    }
+
+    #[test]
+    fn a_committed_config_with_an_include_is_refused_before_anything_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, "[agent-git]\n\ttestCmd = true\n").unwrap();
+        let outside = outside.display().to_string();
+        for text in [
+            format!("[include]\n\tpath = {outside}\n"),
+            format!("[agent-git]\n\tmaxTurns = 3\n  [ Include ] path = {outside}\n"),
+            format!("[includeIf \"gitdir:/\"]\n\tpath = {outside}\n"),
+            "[INCLUDEIF \"onbranch:*\"]\npath = relative\n".to_string(),
+            format!("[include.x]\npath = {outside}\n"),
+        ] {
+            let refused = open_committed(text.as_bytes()).err().unwrap_or_default();
+            assert!(refused.contains("reads only itself"), "{text:?}: {refused}");
+        }
+        // The second line of defence sees what libgit2 read: its include keys stay listed.
+        let file = dir.path().join("with-include");
+        std::fs::write(&file, format!("[include]\n\tpath = {outside}\n")).unwrap();
+        let config = Config::open(&file).unwrap();
+        assert!(config.get_string("include.path").is_ok());
+        let team = open_committed(b"[agent-git]\n\ttestCmd = make test\n").unwrap();
+        assert_eq!(team.get_string("agent-git.testCmd").unwrap(), "make test");
     }
 }

@@ -314,3 +314,48 @@ fn the_readme_and_help_name_the_same_options_and_exit_codes() {
         "the README's exit codes and `fix --help`"
     );
 }
+
+/// A committed `.agentgit` that includes another file is refused, by `fix` and by `check`:
+/// its relative include would be looked up beside the copy agent-git reads, in a temp dir
+/// anyone can write to, where `testCmd = true` would make failing tests pass.
+#[test]
+fn a_committed_config_that_includes_another_file_is_refused() {
+    let env = TestEnv::new();
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(tmp.join("planted"), "[agent-git]\n\ttestCmd = true\n").unwrap();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            (
+                ".agentgit",
+                "[agent-git]\n\tmaxTurns = 1\n[include]\n\tpath = planted\n",
+            ),
+        ],
+    );
+    let script = env.script("end.json", json!([end_turn("Done.")]));
+    let model = format!("script:{}", script.display());
+    // A usage error for fix; for check, a commit whose tests could not be run.
+    for (args, exit) in [
+        (&["fix", "--branch", "agent/inc", "--model", &model][..], 2),
+        (&["check"][..], 4),
+    ] {
+        let out = env
+            .agent_cmd(&repo, args)
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        let said = format!("{}{}", stdout(&out), stderr(&out));
+        assert_eq!(code(&out), exit, "{args:?}: {said}");
+        assert!(
+            said.contains(".agentgit has an [include] section"),
+            "{said}"
+        );
+    }
+    assert!(env
+        .git(&repo, &["branch", "--list", "agent/inc"])
+        .trim()
+        .is_empty());
+}
