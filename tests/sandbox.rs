@@ -933,3 +933,30 @@ fn a_terminal_of_the_host_cannot_be_opened() {
     assert!(!text.contains("reached"), "{text}");
     assert_eq!(waiting, 0, "nothing reached {name}: {text}");
 }
+
+/// Go's module mode is the project's: nothing tells Go to ignore a vendored (and protected)
+/// `vendor/` with `-mod=mod`, as that passed a `go.mod` bump that a fresh checkout's
+/// `go test ./...` refuses as "inconsistent vendoring". A GOFLAGS of the user's own stays.
+#[test]
+fn the_tests_see_no_go_flags_but_the_users() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let show = "echo \"GOFLAGS=[${GOFLAGS-unset}]\"; test -z \"${GOFLAGS-}\"";
+    env.git(&repo, &["config", "agent-git.testCmd", show]);
+    let out = env.agent(&repo, &["check"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    // Another repository: a recorded pass would answer for this tree.
+    let other = env.repo("other", &[("calc.py", CALC), ("test_calc.py", TEST_CALC)]);
+    env.git(&other, &["config", "agent-git.testCmd", show]);
+    let out = env
+        .agent_cmd(&other, &["check"])
+        .env("GOFLAGS", "-mod=vendor")
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&out),
+        1,
+        "the user's GOFLAGS reaches the tests: {}",
+        stdout(&out)
+    );
+}

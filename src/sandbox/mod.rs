@@ -76,7 +76,8 @@ pub const OFFLINE_ENV: &[(&str, &str)] = &[
     ("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
     ("UV_OFFLINE", "1"),
     ("npm_config_offline", "true"),
-    ("GOFLAGS", "-mod=mod"),
+    // No GOFLAGS: Go's own choice of module mode (vendor/ where the project vendors) is what a
+    // fresh checkout's `go test ./...` uses; `-mod=mod` would ignore a protected vendor/.
     ("GOPROXY", "off"),
 ];
 
@@ -1023,6 +1024,13 @@ mod tests {
                 home: PathBuf::from("/home/u"),
                 upper: PathBuf::from("/p/home")
             })
+        );
+        let mut unset = jail.clone();
+        unset.env.retain(|(name, _)| name != "GOFLAGS");
+        let unset = complete(unset, &every, Some(Path::new("/home/u")));
+        assert!(
+            !unset.env.iter().any(|(n, _)| n == "GOFLAGS"),
+            "Go picks the module mode the project uses"
         );
         let keep: Vec<&str> = done.keep.iter().map(|p| p.to_str().unwrap()).collect();
         assert_eq!(
