@@ -18,6 +18,7 @@ pub mod sandbox;
 pub mod secrets;
 pub mod settings;
 pub mod testrun;
+pub mod text;
 pub mod tools;
 pub mod verify;
 pub mod workspace;

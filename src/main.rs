@@ -6,7 +6,10 @@ fn main() -> ExitCode {
     match agent_git::cli::run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("agent-git: {e}");
+            eprintln!(
+                "agent-git: {}",
+                agent_git::text::for_terminal(&e.to_string())
+            );
             ExitCode::from(e.exit_code())
         }
     }

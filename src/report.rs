@@ -100,7 +100,9 @@ impl Report<'_> {
     pub fn message(&self) -> String {
         let mut out = vec![self.subject(), String::new()];
         // A task's later lines are indented: no line of it can pass for a field of the report.
-        out.push(format!("Task: {}", self.task.trim().replace('\n', "\n  ")));
+        let mut task = self.task.trim().lines();
+        out.push(format!("Task: {}", task.next().unwrap_or("")));
+        out.extend(task.map(|line| format!("  {line}")));
         out.push(format!("Model: {}", self.model));
         out.push(format!("Base: {} ({})", self.base, self.base_summary));
         out.push(format!("Outcome: {}", self.outcome_line()));
@@ -159,7 +161,11 @@ impl Report<'_> {
         out.push(format!("Agent-Cost: {}", self.cost_trailer()));
         out.push(format!("Agent-Base: {}", self.base));
         out.push(format!("Agent-Branch: {}", self.branch));
-        out.join("\n") + "\n"
+        // Each line is one line: a file name, a test's name or output, the model's words and
+        // a configured model name are written with their newlines and control characters
+        // escaped, so none of them adds a line (a trailer, a field) or drives a terminal.
+        let lines: Vec<String> = out.iter().map(|line| crate::text::one_line(line)).collect();
+        lines.join("\n") + "\n"
     }
 
     fn tokens_line(&self) -> String {

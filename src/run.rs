@@ -530,7 +530,8 @@ fn ask_at_terminal(question: &str) -> Option<String> {
     let mut err = std::io::stderr().lock();
     let _ = write!(
         err,
-        "agent-git: the model asks: {question}\nagent-git: your answer (one line; empty for none): "
+        "agent-git: the model asks: {}\nagent-git: your answer (one line; empty for none): ",
+        crate::text::for_terminal(question)
     );
     let _ = err.flush();
     let mut answer = String::new();

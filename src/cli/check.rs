@@ -70,7 +70,9 @@ pub fn run(args: CheckArgs) -> Result<u8, CliError> {
         other => other.into(),
     })?;
     let mut checker = Checker::new(&repo);
-    let verdict = checker.check(base.id, &mut |line| eprintln!("agent-git: {line}"));
+    let verdict = checker.check(base.id, &mut |line| {
+        eprintln!("agent-git: {}", crate::text::for_terminal(line))
+    });
     let checked = Checked {
         ref_name: rev,
         commit: base.id,
@@ -162,7 +164,9 @@ fn check_updates(
             }
         };
         for commit in commits {
-            let verdict = checker.check(commit, &mut |line| eprintln!("agent-git: {line}"));
+            let verdict = checker.check(commit, &mut |line| {
+                eprintln!("agent-git: {}", crate::text::for_terminal(line))
+            });
             checked.push(Checked {
                 ref_name: update.local_ref.clone(),
                 commit,

@@ -7,6 +7,7 @@ use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit
 use crate::prepare::{plan_at, settings_at, tests_at, tests_for_plan, PrepareError, TestsAt};
 use crate::run::{execute, RunPlan};
 use crate::settings::{parse_dollars, Layer, Settings};
+use crate::text::for_terminal;
 use crate::verify::RoomAhead;
 use crate::workspace::{
     base_reader, check_branch_free, open_user_repo, resolve_base, snapshot_working_tree,
@@ -170,7 +171,8 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
     let tty = std::io::stderr().is_terminal();
     // On a terminal the line that counts a test run's seconds is rewritten in place.
     let clear = if tty { "\r\x1b[2K" } else { "" };
-    let mut progress = |line: &str| eprintln!("{clear}agent-git: {line}");
+    // What is shown of the model's words and the repository's names drives no terminal.
+    let mut progress = |line: &str| eprintln!("{clear}agent-git: {}", for_terminal(line));
     let shown = std::cell::Cell::new(Duration::ZERO);
     let waiting = |label: &str, elapsed: Duration| {
         if let Some(line) = waiting_line(label, elapsed, &shown, tty) {
@@ -181,7 +183,7 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
     if json {
         println!("{}", finished.json);
     } else {
-        print!("{}", finished.message);
+        print!("{}", for_terminal(&finished.message));
     }
     Ok(finished.outcome.exit_code())
 }
@@ -492,7 +494,7 @@ impl Uncommitted {
 
     fn say(self) {
         if let Ok(Some(line)) = self.0.join() {
-            eprintln!("{line}");
+            eprintln!("{}", for_terminal(&line));
         }
     }
 }

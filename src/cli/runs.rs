@@ -32,7 +32,10 @@ pub fn run(args: RunsArgs) -> Result<u8, CliError> {
     if shown.is_empty() {
         println!("no agent runs to show");
     } else {
-        print!("{}", crate::runs::table(&shown, now));
+        print!(
+            "{}",
+            crate::text::for_terminal(&crate::runs::table(&shown, now))
+        );
     }
     if !hidden.is_empty() {
         eprintln!(

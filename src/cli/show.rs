@@ -17,6 +17,9 @@ pub fn run(args: ShowArgs) -> Result<u8, CliError> {
     let repo = super::open_repo(args.repo.as_deref())?;
     let runs = crate::runs::list(&repo)?;
     let run = crate::runs::resolve(&runs, &args.run)?;
-    print!("{}", crate::runs::show(&repo, run)?);
+    print!(
+        "{}",
+        crate::text::for_terminal(&crate::runs::show(&repo, run)?)
+    );
     Ok(0)
 }

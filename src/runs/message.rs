@@ -16,7 +16,9 @@ pub fn landing(run: &Run, description: Option<&str>, files: &[FileStat], merge: 
     };
     let mut out = vec![cut(&subject), String::new()];
     if description.is_some() && !task.is_empty() {
-        out.push(format!("Task: {task}"));
+        let mut lines = task.lines();
+        out.push(format!("Task: {}", lines.next().unwrap_or("")));
+        out.extend(lines.map(|line| format!("  {line}")));
     }
     let how = if merge {
         "its commits merged; its empty report commit is left out"
@@ -35,7 +37,9 @@ pub fn landing(run: &Run, description: Option<&str>, files: &[FileStat], merge: 
     out.push(String::new());
     out.extend(agent_trailers(&run.report));
     out.push(format!("Agent-Applied: {}", run.run_id));
-    crate::workspace::clean_message(&(out.join("\n") + "\n"))
+    // No text of the run's (the model's words, a file name) adds a line: see `report`.
+    let lines: Vec<String> = out.iter().map(|line| crate::text::one_line(line)).collect();
+    lines.join("\n") + "\n"
 }
 
 /// The report's own lines about the result: its outcome, and its test summary with what
@@ -58,16 +62,31 @@ fn report_lines(report: &str) -> Vec<String> {
     out
 }
 
-/// The report's `Agent-*` trailer lines, in its order.
+/// The trailers a report commit carries, as agent-git writes them.
+const REPORT_TRAILERS: &[&str] = &[
+    "Agent-Run",
+    "Agent-Outcome",
+    "Agent-Tests",
+    "Agent-Turns",
+    "Agent-Model",
+    "Agent-Tokens",
+    "Agent-Cost",
+    "Agent-Base",
+    "Agent-Branch",
+];
+
+/// The report's own trailers, in agent-git's order: read from its trailer block as git reads
+/// it (a line of the body that looks like one is not one), each key once.
 fn agent_trailers(report: &str) -> Vec<String> {
-    let trailers = super::list::trailers(report);
-    report
-        .lines()
-        .filter(|l| {
-            l.split_once(": ")
-                .is_some_and(|(k, _)| k.starts_with("Agent-") && trailers.contains_key(k))
+    let Ok(parsed) = git2::message_trailers_strs(report) else {
+        return Vec::new();
+    };
+    REPORT_TRAILERS
+        .iter()
+        .filter_map(|key| {
+            let value = parsed.iter().find(|(k, _)| k == key)?.1;
+            Some(format!("{key}: {value}"))
         })
-        .map(str::to_string)
         .collect()
 }
 

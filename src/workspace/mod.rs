@@ -910,6 +910,11 @@ fn commit_message(fallback: &str, note: &str, run_id: &str) -> String {
         Some((subject, rest)) => (subject, rest),
         None => (fallback.to_string(), String::new()),
     };
+    // The model's words keep their lines but show every other control character written out.
+    let (subject, body) = (
+        crate::text::one_line(&subject),
+        crate::text::for_terminal(&body),
+    );
     let action = fallback.strip_prefix("agent-git: ").unwrap_or(fallback);
     let trailers = format!("Agent-Tool: {}\nAgent-Run: {run_id}\n", one_line(action));
     let message = if body.is_empty() {
@@ -944,9 +949,9 @@ fn note_subject(note: &str) -> Option<(String, String)> {
 
 const SUBJECT_MAX: usize = 72;
 
-/// A trailer's value holds one line.
+/// A trailer's value holds one line, its control characters written out.
 fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    crate::text::one_line(&text.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// A commit message git can store: a NUL byte (from a model's text or a path it named) would
