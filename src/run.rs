@@ -378,9 +378,12 @@ fn answer_without_branch(plan: &RunPlan, result: &RunResult, sandbox: &str) -> F
 }
 
 /// Ctrl-C (SIGINT) or SIGTERM sets `flag`: the run stops at the next step and still writes its
-/// report. A second signal exits at once; the user's checkout is safe either way. The handlers
-/// are installed before this returns, so no early signal slips past. `first` is said on the
-/// first signal, if given.
+/// report. A signal that comes within `SAME_SIGNAL` of the first is the same one sent twice
+/// (GNU `timeout -s INT` signals the command and then its process group; a key held down);
+/// a later second one leaves the run `REPORT_GRACE` to write its report before it exits, and a
+/// third exits at once. The user's checkout is safe either way, and a run that ended without
+/// its report is still listed by `runs` (outcome `no-report`). The handlers are installed
+/// before this returns, so no early signal slips past. `first` is said on the first signal.
 pub fn watch_signals(
     runtime: &tokio::runtime::Runtime,
     flag: Arc<AtomicBool>,
@@ -391,21 +394,46 @@ pub fn watch_signals(
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
     runtime.spawn(async move {
-        for _ in 0..2 {
+        let mut first_at: Option<std::time::Instant> = None;
+        let mut hurried = false;
+        loop {
             tokio::select! {
                 _ = interrupt.recv() => {}
                 _ = terminate.recv() => {}
             }
-            if flag.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            if let Some(first) = first {
-                eprintln!("{first}");
+            match first_at {
+                None if !flag.swap(true, Ordering::SeqCst) => {
+                    first_at = Some(std::time::Instant::now());
+                    if let Some(first) = first {
+                        eprintln!("{first}");
+                    }
+                }
+                // Interrupted already by another path (the run set the flag itself).
+                None => first_at = Some(std::time::Instant::now()),
+                Some(at) if at.elapsed() < SAME_SIGNAL => {}
+                Some(_) if !hurried => {
+                    hurried = true;
+                    eprintln!(
+                        "agent-git: stopping now; the report is being written (once more to \
+                         quit without it)"
+                    );
+                    std::thread::spawn(|| {
+                        std::thread::sleep(REPORT_GRACE);
+                        std::process::exit(130);
+                    });
+                }
+                Some(_) => std::process::exit(130),
             }
         }
     });
     Ok(())
 }
+
+/// Two signals closer than this are one interrupt sent twice.
+const SAME_SIGNAL: Duration = Duration::from_millis(500);
+
+/// How long a run has after a second interrupt to write its report.
+const REPORT_GRACE: Duration = Duration::from_secs(3);
 
 /// Sets up the run's guard, sandbox and clean room, then lets the agent work. Whatever fails
 /// here still ends in a report: a harness error, before the model was asked anything.

@@ -642,3 +642,115 @@ fn a_tool_call_in_a_reply_cut_off_at_the_token_limit_does_not_run() {
         env.message(&repo, "agent/half")
     );
 }
+
+/// `fix` started with its test command sleeping, once it says its branch: the child, with
+/// stderr read line by line until then.
+fn start_sleeping_run(env: &TestEnv, repo: &std::path::Path, branch: &str) -> std::process::Child {
+    use std::io::BufRead;
+    let script = env.script(
+        &format!("{}.json", branch.replace('/', "-")),
+        json!([end_turn("Done.")]),
+    );
+    let model = format!("script:{}", script.display());
+    let mut child = env
+        .agent_cmd(
+            repo,
+            &[
+                "fix",
+                "--model",
+                &model,
+                "--branch",
+                branch,
+                "--test-cmd",
+                "sleep 20",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(Ok(line)) = lines.next() {
+        if line.contains("tests:") {
+            break;
+        }
+    }
+    // The rest of stderr is drained so that the run never blocks on it.
+    std::thread::spawn(move || lines.for_each(drop));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child
+}
+
+/// GNU `timeout -s INT` signals the command and then its process group, and a key held down
+/// repeats: two signals close together are one interrupt, and the run still writes its report.
+#[test]
+fn two_interrupts_close_together_still_leave_a_report() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let before = UserState::capture(&env, &repo);
+    let child = start_sleeping_run(&env, &repo, "agent/twice");
+    interrupt(&child);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    interrupt(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 130);
+    assert_eq!(
+        env.trailer(&repo, "agent/twice", "Agent-Outcome"),
+        "interrupted"
+    );
+    assert_eq!(UserState::capture(&env, &repo), before);
+}
+
+/// A run that ended without its report (killed outright) is still a run: `runs` lists it as
+/// `no-report`, `gc --failed` deletes it, and its branch name can be had again.
+#[test]
+fn a_run_killed_before_its_report_is_listed_and_collected() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let mut child = start_sleeping_run(&env, &repo, "agent/killed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = env.agent(&repo, &["runs", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let runs: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let killed: Vec<&Value> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["branch"] == "agent/killed")
+        .collect();
+    assert_eq!(killed.len(), 1, "{runs}");
+    assert_eq!(killed[0]["outcome"], "no-report", "{runs}");
+    let show = env.agent(&repo, &["show", "agent/killed"]);
+    assert!(
+        stdout(&show).contains("ended without a report"),
+        "{}",
+        stdout(&show)
+    );
+
+    let gc = env.agent(&repo, &["gc", "--failed"]);
+    assert_eq!(code(&gc), 0, "{}", stderr(&gc));
+    assert!(env
+        .git(&repo, &["branch", "--list", "agent/killed"])
+        .trim()
+        .is_empty());
+    let script = env.script("again.json", json!([end_turn("Done.")]));
+    let model = format!("script:{}", script.display());
+    let again = env.agent(
+        &repo,
+        &[
+            "fix",
+            "--model",
+            &model,
+            "--branch",
+            "agent/killed",
+            "--max-turns",
+            "1",
+        ],
+    );
+    assert_eq!(code(&again), 1, "{}", stderr(&again));
+    assert_eq!(
+        env.trailer(&repo, "agent/killed", "Agent-Outcome"),
+        "turn-limit"
+    );
+}

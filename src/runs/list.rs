@@ -31,6 +31,19 @@ pub fn list(repo: &Repository) -> Result<Vec<Run>, RunsError> {
             None => runs.extend(running_run(repo, &run_id, &branch)),
         }
     }
+    for noted in crate::workspace::discard::unreported(repo) {
+        if runs
+            .iter()
+            .any(|r| r.branch == noted.branch || r.run_id == noted.run_id)
+        {
+            continue;
+        }
+        let Some(run) = unreported_run(repo, noted) else {
+            continue;
+        };
+        others.retain(|(name, _)| *name != run.branch);
+        runs.push(run);
+    }
     let tips: Vec<Oid> = others.iter().map(|(_, tip)| *tip).collect();
     mark_applied(repo, &mut runs, &tips)?;
     runs.sort_by(|a, b| b.time.cmp(&a.time).then_with(|| a.branch.cmp(&b.branch)));
@@ -170,6 +183,36 @@ fn running_run(repo: &Repository, run_id: &str, branch: &str) -> Option<Run> {
         cost: "-".to_string(),
         model: String::new(),
         time: started,
+        applied: None,
+        report: String::new(),
+    })
+}
+
+/// A run whose branch has no report: still going (a pooled work tree, which `live_runs` does
+/// not find by name), or ended without one (outcome `no-report`), so that `discard` and `gc`
+/// reach it and its name can be had again. None when its branch is gone.
+fn unreported_run(repo: &Repository, noted: crate::workspace::discard::Unreported) -> Option<Run> {
+    if crate::workspace::discard::is_running(repo, &noted.run_id) {
+        return running_run(repo, &noted.run_id, &noted.branch);
+    }
+    let tip = repo
+        .find_branch(&noted.branch, BranchType::Local)
+        .ok()?
+        .get()
+        .target()?;
+    Some(Run {
+        run_id: noted.run_id,
+        branch: noted.branch,
+        tip,
+        running: false,
+        base: noted.base,
+        task: String::new(),
+        outcome: super::NO_REPORT.to_string(),
+        tests: "-".to_string(),
+        turns: "-".to_string(),
+        cost: "-".to_string(),
+        model: String::new(),
+        time: noted.started,
         applied: None,
         report: String::new(),
     })

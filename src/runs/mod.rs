@@ -84,6 +84,9 @@ impl RunsError {
 impl Run {
     /// The run's last edit: the report commit's parent (the base when it made none).
     pub fn last_edit(&self, repo: &Repository) -> Result<Oid, git2::Error> {
+        if self.outcome == NO_REPORT {
+            return Ok(self.tip);
+        }
         repo.find_commit(self.tip)?.parent_id(0)
     }
 
@@ -167,12 +170,21 @@ fn cost_cell(trailer: &str) -> String {
 }
 
 /// What `agent-git show` prints: the report, the run's commits, the diffstat.
+/// The outcome of a run that ended without its report commit.
+pub const NO_REPORT: &str = "no-report";
+
 pub fn show(repo: &Repository, run: &Run) -> Result<String, RunsError> {
     let mut out = String::new();
     if run.running {
         out.push_str(&format!(
             "run {} on branch {} is still going\n",
             run.run_id, run.branch
+        ));
+    } else if run.outcome == NO_REPORT {
+        out.push_str(&format!(
+            "run {} on branch {} ended without a report (it was killed, or interrupted \
+             twice); `agent-git discard {}` deletes it\n",
+            run.run_id, run.branch, run.run_id
         ));
     } else {
         out.push_str(run.report.trim_end());

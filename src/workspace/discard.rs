@@ -3,7 +3,7 @@
 //! out anywhere, or a run still going, is never touched.
 
 use git2::{BranchType, Oid, Repository};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The run to delete, as `runs` found it.
 pub struct Doomed<'a> {
@@ -53,8 +53,74 @@ pub fn discard(repo: &Repository, run: &Doomed) -> Result<(), DiscardError> {
     }
     remove_run_worktree(repo, run.run_id);
     branch.delete()?;
+    forget_unreported(repo.commondir(), run.run_id);
     super::notes::remove_transcripts(repo, &[run.report])?;
     Ok(())
+}
+
+/// A run whose branch was made and whose report was not written (yet): what `runs`,
+/// `discard` and `gc` know it by when it ended without one (killed, interrupted past its
+/// grace, the machine went down). The record goes when the report is committed or the branch
+/// deleted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unreported {
+    pub run_id: String,
+    pub branch: String,
+    pub base: Option<Oid>,
+    /// When the run started (the record's time), in seconds since the epoch.
+    pub started: i64,
+}
+
+fn unreported_dir(common_dir: &Path) -> PathBuf {
+    common_dir.join("agent-git").join("unreported")
+}
+
+/// Notes that run `run_id` made `branch` at `base`.
+pub(crate) fn note_unreported(
+    common_dir: &Path,
+    run_id: &str,
+    branch: &str,
+    base: Oid,
+) -> std::io::Result<()> {
+    let dir = unreported_dir(common_dir);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(run_id), format!("{branch}\n{base}\n"))
+}
+
+/// The run's report is written, or its branch is gone.
+pub(crate) fn forget_unreported(common_dir: &Path, run_id: &str) {
+    let _ = std::fs::remove_file(unreported_dir(common_dir).join(run_id));
+}
+
+/// Every run noted and not yet forgotten, whatever its branch is now.
+pub fn unreported(repo: &Repository) -> Vec<Unreported> {
+    let Ok(entries) = std::fs::read_dir(unreported_dir(repo.commondir())) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let run_id = entry.file_name().to_string_lossy().into_owned();
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        let Some(branch) = lines.next().filter(|b| !b.is_empty()) else {
+            continue;
+        };
+        let started = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
+        found.push(Unreported {
+            run_id,
+            branch: branch.to_string(),
+            base: lines.next().and_then(|b| Oid::from_str(b).ok()),
+            started,
+        });
+    }
+    found
 }
 
 /// Whether a live run holds the lease of `run_id`.

@@ -667,14 +667,16 @@ impl Workspace {
         let head = self.repo.head()?.peel_to_commit()?;
         let author = dates::signature(AGENT_NAME, AGENT_EMAIL, "GIT_AUTHOR_DATE")?;
         let committer = self.committer()?;
-        Ok(self.repo.commit(
+        let report = self.repo.commit(
             Some("HEAD"),
             &author,
             &committer,
             &clean_message(message),
             &head.tree()?,
             &[&head],
-        )?)
+        )?;
+        discard::forget_unreported(&self.common_dir, &self.run_id);
+        Ok(report)
     }
 
     /// Keeps the run's conversation in git, as the note of its report commit.
@@ -704,6 +706,7 @@ impl Workspace {
         let main = Repository::open(&self.common_dir)?;
         main.find_branch(&self.branch, git2::BranchType::Local)?
             .delete()?;
+        discard::forget_unreported(&self.common_dir, &self.run_id);
         Ok(())
     }
 

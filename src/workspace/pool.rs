@@ -59,6 +59,12 @@ impl Workspace {
         if fresh {
             check_branch_free(repo, branch)?;
             repo.branch(branch, &repo.find_commit(base)?, false)?;
+            // From here the branch is a run's, report or not.
+            if let Err(e) = super::discard::note_unreported(repo.commondir(), run_id, branch, base)
+            {
+                delete_branch(repo, branch);
+                return Err(SetupError::Io(repo.commondir().join("agent-git"), e));
+            }
         }
         let parent = parent_of(repo);
         std::fs::create_dir_all(&parent).map_err(|e| SetupError::Io(parent.clone(), e))?;
@@ -352,6 +358,16 @@ fn delete_branch(repo: &Repository, branch: &str) {
     let _ = repo
         .find_branch(branch, BranchType::Local)
         .and_then(|mut b| b.delete());
+    forget_unreported_branch(repo, branch);
+}
+
+/// The record of the run that made `branch`, which is gone with it.
+fn forget_unreported_branch(repo: &Repository, branch: &str) {
+    for run in super::discard::unreported(repo) {
+        if run.branch == branch {
+            super::discard::forget_unreported(repo.commondir(), &run.run_id);
+        }
+    }
 }
 
 /// The end of a run's hold on its work tree: a pooled one goes back to the pool emptied of
@@ -388,6 +404,7 @@ pub fn discard(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::Wo
     finish(workspace, slot)?;
     let main = Repository::open(&common)?;
     main.find_branch(&branch, BranchType::Local)?.delete()?;
+    forget_unreported_branch(&main, &branch);
     Ok(())
 }
 

@@ -135,6 +135,13 @@ impl Workspace {
         check_branch_free(repo, branch)?;
         let base_commit = repo.find_commit(base)?;
         repo.branch(branch, &base_commit, false)?;
+        // From here the branch is a run's, report or not.
+        if let Err(e) = super::discard::note_unreported(repo.commondir(), run_id, branch, base) {
+            let _ = repo
+                .find_branch(branch, BranchType::Local)
+                .and_then(|mut b| b.delete());
+            return Err(SetupError::Io(repo.commondir().join("agent-git"), e));
+        }
         attach(repo, base, branch, run_id, true)
     }
 
@@ -174,6 +181,7 @@ pub(super) fn attach(
             let _ = repo
                 .find_branch(branch, BranchType::Local)
                 .and_then(|mut b| b.delete());
+            super::discard::forget_unreported(repo.commondir(), run_id);
         }
         let _ = std::fs::remove_file(&lease_path);
         return Err(e);
