@@ -361,7 +361,42 @@ fn discard_and_gc_delete_only_finished_agent_runs_nobody_has_checked_out() {
         branches(&env, &repo),
         ["agent/handmade", "agent/held", "agent/old-passed", "main"]
     );
+    // A passed run nobody applied yet is kept unless asked for; --dry-run removes nothing;
+    // an age that could be minutes or months is refused.
     let out = env.agent(&repo, &["gc", "--older-than", "2w"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("kept branch agent/old-passed: it passed and is not applied yet"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        branches(&env, &repo),
+        ["agent/handmade", "agent/held", "agent/old-passed", "main"]
+    );
+    let out = env.agent(&repo, &["gc", "--older-than", "1m"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could be minutes or months"),
+        "{}",
+        stderr(&out)
+    );
+    let dry = [
+        "gc",
+        "--older-than",
+        "2weeks",
+        "--include-unapplied",
+        "--dry-run",
+    ];
+    let out = env.agent(&repo, &dry);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("would delete branch agent/old-passed"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(branches(&env, &repo).len(), 4, "a dry run removes nothing");
+    let out = env.agent(&repo, &dry[..4]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         branches(&env, &repo),

@@ -12,17 +12,21 @@ pub struct GcArgs {
     #[arg(long)]
     pub repo: Option<PathBuf>,
     /// Also delete the branches (with their kept work trees and transcripts) of runs finished
-    /// longer ago than this: `14d`, `2w`, `12h`.
-    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    /// longer ago than AGE, its unit spelled out: `14days`, `2weeks`, `12hours`, `90minutes`,
+    /// `1month` (`14d`, `2w`, `12h` too; `1m` is refused as it could be either).
+    #[arg(long, value_name = "AGE", value_parser = crate::runs::age::parse_duration)]
     pub older_than: Option<i64>,
     /// Also delete the branches of runs that did not pass (with --older-than: only those).
     #[arg(long)]
     pub failed: bool,
-}
-
-fn parse_age(text: &str) -> Result<i64, String> {
-    crate::runs::age::parse_duration(text)
-        .ok_or_else(|| format!("`{text}` is not an age; write it like 14d, 2w, 12h or 30m"))
+    /// With --older-than: passed runs not yet applied go too. Without it they are kept (and
+    /// named): they are work nobody has used yet. `agent-git discard RUN` deletes one by name.
+    #[arg(long)]
+    pub include_unapplied: bool,
+    /// Say which runs --failed and --older-than would delete and which they keep; remove
+    /// nothing at all.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// Removes the work trees, temp dirs and cgroups of runs that are gone (killed, or the machine
@@ -35,6 +39,20 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
             .ok()
             .and_then(|dir| crate::workspace::open_user_repo(&dir).ok()),
     };
+    if args.include_unapplied && args.older_than.is_none() {
+        return Err(CliError::Usage(
+            "--include-unapplied goes with --older-than (--failed never deletes a passed run)"
+                .into(),
+        ));
+    }
+    if args.dry_run {
+        let Some(repo) = &repo else {
+            return Err(CliError::Usage(
+                "--dry-run needs a repository; run in one or pass --repo PATH".into(),
+            ));
+        };
+        return dry_run(repo, &args);
+    }
     let swept = crate::run::sweep_leftovers(repo.as_ref());
     println!("agent-git gc: {}", swept.describe());
     // Runs are judged as they are when gc starts: a run still going now is never deleted,
@@ -84,11 +102,20 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
     Ok(code)
 }
 
+fn doom(args: &GcArgs) -> crate::runs::Doom {
+    crate::runs::Doom {
+        failed: args.failed,
+        older_than: args.older_than,
+        unapplied_passes: args.include_unapplied,
+    }
+}
+
 /// Deletes the runs asked for, skipping (and naming) the ones that may not go.
 fn delete_runs(repo: &git2::Repository, args: &GcArgs) -> Result<u8, CliError> {
     let runs = crate::runs::list(repo)?;
     let now = crate::runs::now();
-    for run in crate::runs::doomed(&runs, args.failed, args.older_than, now) {
+    let (doomed, kept) = crate::runs::doomed(&runs, doom(args), now);
+    for run in doomed {
         match crate::runs::discard(repo, run) {
             Ok(()) => println!(
                 "deleted branch {} (run {}, {})",
@@ -98,5 +125,27 @@ fn delete_runs(repo: &git2::Repository, args: &GcArgs) -> Result<u8, CliError> {
             Err(e) => return Err(e.into()),
         }
     }
+    for run in kept {
+        println!("kept branch {}: {}", run.branch, UNAPPLIED);
+    }
+    Ok(0)
+}
+
+const UNAPPLIED: &str = "it passed and is not applied yet (--include-unapplied deletes it too)";
+
+/// What `gc` would delete and keep of the runs; nothing is removed.
+fn dry_run(repo: &git2::Repository, args: &GcArgs) -> Result<u8, CliError> {
+    let runs = crate::runs::list(repo)?;
+    let (doomed, kept) = crate::runs::doomed(&runs, doom(args), crate::runs::now());
+    for run in doomed {
+        println!(
+            "would delete branch {} (run {}, {})",
+            run.branch, run.run_id, run.outcome
+        );
+    }
+    for run in kept {
+        println!("would keep branch {}: {}", run.branch, UNAPPLIED);
+    }
+    println!("agent-git gc --dry-run: nothing was removed");
     Ok(0)
 }

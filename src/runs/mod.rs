@@ -282,17 +282,28 @@ pub fn transcript(repo: &Repository, run: &Run) -> Result<Value, RunsError> {
         .ok_or_else(|| RunsError::NoTranscript(run.run_id.clone()))
 }
 
-/// Which finished runs `agent-git gc` deletes: failed ones (`failed`), ones older than
+/// What `agent-git gc` deletes of finished runs: failed ones (`failed`), ones older than
 /// `older_than` seconds, or, given both, runs that are both. Given neither, none.
-pub fn doomed(runs: &[Run], failed: bool, older_than: Option<i64>, now: i64) -> Vec<&Run> {
-    if !failed && older_than.is_none() {
-        return Vec::new();
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Doom {
+    pub failed: bool,
+    pub older_than: Option<i64>,
+    /// Passed runs not yet applied go too: they are work nobody has used yet, so only this
+    /// says they may go.
+    pub unapplied_passes: bool,
+}
+
+/// The runs `doom` deletes, and the passed ones not yet applied that it would have deleted
+/// but keeps.
+pub fn doomed(runs: &[Run], doom: Doom, now: i64) -> (Vec<&Run>, Vec<&Run>) {
+    if !doom.failed && doom.older_than.is_none() {
+        return (Vec::new(), Vec::new());
     }
     runs.iter()
         .filter(|r| !r.running)
-        .filter(|r| !failed || r.outcome != "passed")
-        .filter(|r| older_than.is_none_or(|age| now - r.time >= age))
-        .collect()
+        .filter(|r| !doom.failed || r.outcome != "passed")
+        .filter(|r| doom.older_than.is_none_or(|age| now - r.time >= age))
+        .partition(|r| doom.unapplied_passes || r.outcome != "passed" || r.applied.is_some())
 }
 
 pub fn now() -> i64 {
