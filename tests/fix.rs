@@ -754,3 +754,38 @@ fn a_run_killed_before_its_report_is_listed_and_collected() {
         "turn-limit"
     );
 }
+
+/// git allows folder names that are not UTF-8 (one named in Latin-1 here): `check` and `fix`
+/// work on such a tree, and a change inside it is committed like any other.
+#[test]
+fn a_folder_named_in_latin_1_is_a_folder_like_any_other() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let latin = repo.join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::create_dir(&latin).unwrap();
+    std::fs::write(latin.join("notes.txt"), "x\n").unwrap();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "a folder in Latin-1"]);
+    let out = env.agent(&repo, &["check"]);
+    assert_eq!(
+        code(&out),
+        1,
+        "the tests fail, and say so: {}",
+        stderr(&out)
+    );
+    let touch = tool(
+        "touch",
+        "run_command",
+        json!({"command": "for d in caf*; do echo y >> \"$d/notes.txt\"; done"}),
+    );
+    let run = env.fix_scripted(
+        &repo,
+        "agent/latin",
+        json!([calls("Fix.", vec![touch, fix_add()]), end_turn("Done.")]),
+        &[],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let changed = env.git(&repo, &["diff", "--name-only", "main", "agent/latin"]);
+    assert!(changed.contains("\"caf\\351/notes.txt\""), "{changed}");
+}

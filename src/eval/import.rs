@@ -152,20 +152,32 @@ pub(super) fn tree_files(repo: &Repository, tree: Oid) -> Result<Files, EvalErro
     let tree = repo.find_tree(tree).map_err(git)?;
     let mut files = Files::new();
     let mut failed = None;
-    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-        if entry.kind() == Some(git2::ObjectType::Blob) {
-            match repo.find_blob(entry.id()) {
-                Ok(blob) => {
-                    let path = format!("{dir}{}", entry.name().unwrap_or_default());
-                    files.insert(path, Some((blob.content().to_vec(), entry.filemode())));
-                }
-                Err(e) => failed = Some(e),
-            }
+    crate::workspace::entries::each_entry(repo, &tree, &mut |dir, entry| {
+        if entry.kind() != Some(git2::ObjectType::Blob) || failed.is_some() {
+            return failed.is_none();
         }
-        git2::TreeWalkResult::Ok
+        let path = crate::workspace::entries::entry_path(dir, entry);
+        let Some(name) = path.to_str() else {
+            failed = Some(EvalError::Task(format!(
+                "{} is not a UTF-8 path, which a task cannot hold; rename it in the \
+                 repository first",
+                path.display()
+            )));
+            return false;
+        };
+        match repo.find_blob(entry.id()) {
+            Ok(blob) => {
+                files.insert(
+                    name.to_string(),
+                    Some((blob.content().to_vec(), entry.filemode())),
+                );
+            }
+            Err(e) => failed = Some(git(e)),
+        }
+        true
     })
     .map_err(git)?;
-    failed.map_or(Ok(files), |e| Err(git(e)))
+    failed.map_or(Ok(files), Err)
 }
 
 fn merge(files: &mut Files, changes: &Files) {

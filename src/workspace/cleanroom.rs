@@ -1398,7 +1398,7 @@ impl CleanRoom {
     fn setup_inputs(&self, tree: Oid) -> Result<u64, WorkspaceError> {
         let tree = self.repo.find_tree(tree)?;
         let mut hasher = DefaultHasher::new();
-        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        super::entries::each_entry(&self.repo, &tree, &mut |dir, entry| {
             if let Ok(name) = entry.name() {
                 let requirements = (name.starts_with("requirements")
                     || name.starts_with("constraints"))
@@ -1407,7 +1407,7 @@ impl CleanRoom {
                     (dir, name, entry.id()).hash(&mut hasher);
                 }
             }
-            git2::TreeWalkResult::Ok
+            true
         })?;
         Ok(hasher.finish())
     }
@@ -1485,15 +1485,15 @@ mod tests {
     fn holds_exactly(room: &CleanRoom, repo: &Repository, tree: Oid) {
         let mut expected = BTreeSet::new();
         let tree = repo.find_tree(tree).unwrap();
-        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        crate::workspace::entries::each_entry(repo, &tree, &mut |dir, entry| {
             if entry.kind() == Some(git2::ObjectType::Blob) {
-                let rel = format!("{dir}{}", entry.name().unwrap());
+                let rel = crate::workspace::entries::entry_path(dir, entry);
                 let blob = repo.find_blob(entry.id()).unwrap();
                 let on_disk = std::fs::read(room.path().join(&rel)).unwrap();
-                assert_eq!(on_disk, blob.content(), "{rel}");
-                expected.insert(PathBuf::from(rel));
+                assert_eq!(on_disk, blob.content(), "{}", rel.display());
+                expected.insert(rel);
             }
-            git2::TreeWalkResult::Ok
+            true
         })
         .unwrap();
         // Folders too: an empty one a fresh checkout would not have is a difference.

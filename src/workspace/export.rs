@@ -38,12 +38,12 @@ impl ExportRules {
     /// nearly every project, which then is exported as it is.
     pub fn of(repo: &Repository, tree: &Tree) -> Result<ExportRules, WorkspaceError> {
         let mut files: Vec<(PathBuf, Oid)> = Vec::new();
-        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        super::entries::each_entry(repo, tree, &mut |dir, entry| {
             if entry.name_bytes() == ATTRIBUTES.as_bytes() && entry.kind() == Some(ObjectType::Blob)
             {
-                files.push((PathBuf::from(dir), entry.id()));
+                files.push((dir.to_path_buf(), entry.id()));
             }
-            git2::TreeWalkResult::Ok
+            true
         })?;
         // Shallower files first: a deeper file's lines win over its parents'.
         files.sort_by_key(|(dir, _)| dir.components().count());
@@ -471,13 +471,14 @@ mod tests {
     fn files(repo: &Repository, tree: Oid) -> Vec<(String, String)> {
         let mut out = Vec::new();
         let tree = repo.find_tree(tree).unwrap();
-        tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        super::super::entries::each_entry(repo, &tree, &mut |dir, entry| {
             if entry.kind() == Some(ObjectType::Blob) {
                 let blob = repo.find_blob(entry.id()).unwrap();
                 let text = String::from_utf8_lossy(blob.content()).into_owned();
-                out.push((format!("{dir}{}", entry.name().unwrap()), text));
+                let path = super::super::entries::entry_path(dir, entry);
+                out.push((path.to_string_lossy().into_owned(), text));
             }
-            git2::TreeWalkResult::Ok
+            true
         })
         .unwrap();
         out.sort();

@@ -7,6 +7,7 @@ pub mod dates;
 pub mod demo;
 mod dirty;
 pub mod discard;
+pub mod entries;
 pub mod export;
 pub mod land;
 pub mod notes;

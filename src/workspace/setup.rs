@@ -66,11 +66,14 @@ pub fn check_branch_free(repo: &Repository, name: &str) -> Result<(), SetupError
 pub fn tree_files(repo: &Repository, commit: Oid) -> Result<Vec<String>, SetupError> {
     let tree = repo.find_commit(commit)?.tree()?;
     let mut paths = Vec::new();
-    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+    // A path that is not UTF-8 cannot be named as text: it is left out, and walked past.
+    super::entries::each_entry(repo, &tree, &mut |dir, entry| {
         if entry.kind() == Some(git2::ObjectType::Blob) {
-            paths.push(format!("{dir}{}", entry.name().unwrap_or("")));
+            if let Some(path) = super::entries::entry_path(dir, entry).to_str() {
+                paths.push(path.to_string());
+            }
         }
-        git2::TreeWalkResult::Ok
+        true
     })?;
     Ok(paths)
 }
@@ -91,11 +94,13 @@ pub fn base_reader(
         let Ok(tree) = lister.find_tree(tree_id) else {
             return paths;
         };
-        let _ = tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-            if let (true, Ok(name)) = (is_regular(entry.filemode()), entry.name()) {
-                paths.push(format!("{dir}{name}"));
+        let _ = super::entries::each_entry(&lister, &tree, &mut |dir, entry| {
+            if is_regular(entry.filemode()) {
+                if let Some(path) = super::entries::entry_path(dir, entry).to_str() {
+                    paths.push(path.to_string());
+                }
             }
-            git2::TreeWalkResult::Ok
+            true
         });
         paths
     };
