@@ -93,9 +93,10 @@ fn bench(name: &str, files: usize) {
         helper,
         workspace.path(),
         Limits::default(),
-        vec![],
-        vec![workspace.git_dir().to_path_buf()],
-        vec![],
+        agent_git::sandbox::Reach {
+            readable: vec![workspace.git_dir().to_path_buf()],
+            ..Default::default()
+        },
     )
     .expect("sandbox");
     let interrupt = AtomicBool::new(false);

@@ -36,6 +36,8 @@ pub struct TestsAt {
     pub protection: Protection,
     /// Directories the sandbox leaves writable on the user's request.
     pub allow_write: Vec<PathBuf>,
+    /// Paths under HOME the sandbox lets commands read on the user's request.
+    pub allow_read: Vec<PathBuf>,
 }
 
 /// The test plan of `commit` (configured, else detected from its files), the protection its
@@ -162,10 +164,12 @@ fn tests_with_files(
     )
     .map_err(PrepareError::Invalid)?;
     let allow_write = writable_dirs(&settings.allow_write)?;
+    let allow_read = readable_paths(&settings.allow_read)?;
     Ok(TestsAt {
         plan,
         protection,
         allow_write,
+        allow_read,
     })
 }
 
@@ -279,6 +283,20 @@ fn writable_dirs(dirs: &[String]) -> Result<Vec<PathBuf>, PrepareError> {
                          agent-git.sandbox.allowWrite"
                     ))
                 })
+        })
+        .collect()
+}
+
+fn readable_paths(paths: &[String]) -> Result<Vec<PathBuf>, PrepareError> {
+    paths
+        .iter()
+        .map(|path| {
+            std::fs::canonicalize(path).map_err(|e| {
+                PrepareError::Invalid(format!(
+                    "--allow-read {path}: {e}; name a path that is there, or fix \
+                     agent-git.sandbox.allowRead"
+                ))
+            })
         })
         .collect()
 }

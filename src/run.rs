@@ -4,7 +4,7 @@ use crate::agent::{Agent, Budget, Outcome, RunResult};
 use crate::guard::{Guard, Protection};
 use crate::model::Model;
 use crate::report::Report;
-use crate::sandbox::{Limits, Mode, Sandbox};
+use crate::sandbox::{Limits, Mode, Reach, Sandbox};
 use crate::testrun::{TestPlan, TestResult};
 use crate::tools::Registry;
 use crate::verify::{RoomAhead, TestSetup, TreeTester, Unreadable, Verifier, Waiting};
@@ -40,6 +40,8 @@ pub struct RunPlan {
     pub sandbox: Mode,
     /// Directories the sandbox leaves writable on the user's request.
     pub allow_write: Vec<PathBuf>,
+    /// Paths under HOME the sandbox lets commands read on the user's request.
+    pub allow_read: Vec<PathBuf>,
     /// Files above this size are not committed.
     pub max_file_size: u64,
     /// Stop before the model is called if the tests already pass; keep no branch then.
@@ -331,11 +333,14 @@ fn test_base(
         helper,
         work.path(),
         Limits::default(),
-        plan.allow_write.clone(),
-        Vec::new(),
-        config_with_credentials(plan.repo.commondir())
-            .into_iter()
-            .collect(),
+        Reach {
+            allow_write: plan.allow_write.clone(),
+            allow_read: plan.allow_read.clone(),
+            readable: Vec::new(),
+            hidden: config_with_credentials(plan.repo.commondir())
+                .into_iter()
+                .collect(),
+        },
     )
     .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
     let setup = TestSetup {
@@ -489,9 +494,12 @@ fn work(
         helper,
         guard.root(),
         Limits::default(),
-        plan.allow_write.clone(),
-        vec![workspace.git_dir().to_path_buf()],
-        workspace.config_with_credentials().into_iter().collect(),
+        Reach {
+            allow_write: plan.allow_write.clone(),
+            allow_read: plan.allow_read.clone(),
+            readable: vec![workspace.git_dir().to_path_buf()],
+            hidden: workspace.config_with_credentials().into_iter().collect(),
+        },
     )
     .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
     progress(&format!("sandbox: {}", sandbox.describe()));

@@ -29,6 +29,9 @@ pub struct Layer {
     /// Directories the sandbox leaves writable; from flags and git config only, never from
     /// a committed `.agentgit` (a repository must not widen the sandbox it is tested in).
     pub allow_write: Vec<String>,
+    /// Paths under HOME the sandbox lets commands read, besides what toolchains need; from
+    /// flags and git config only, like `allow_write`.
+    pub allow_read: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +50,7 @@ pub struct Settings {
     pub token_param: Option<String>,
     pub context_window: Option<u64>,
     pub allow_write: Vec<String>,
+    pub allow_read: Vec<String>,
 }
 
 /// The first source that sets a value wins; protected patterns and writable dirs add up.
@@ -87,6 +91,7 @@ pub fn merge(layers: &[Layer]) -> Settings {
         token_param: first(&|l| l.token_param.clone()),
         context_window: layers.iter().find_map(|l| l.context_window),
         allow_write: union(&|l| &l.allow_write),
+        allow_read: union(&|l| &l.allow_read),
     }
 }
 
@@ -101,6 +106,7 @@ pub fn config_layers(repo: &Repository, base: Oid) -> Result<Vec<Layer>, String>
         let team = open_committed(&text)?;
         let mut team = read_layer(&team, ".agentgit")?;
         team.allow_write.clear();
+        team.allow_read.clear();
         layers.push(team);
     }
     Ok(layers)
@@ -216,6 +222,7 @@ fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
         token_param: string("agent-git.tokenParam")?,
         context_window: number("agent-git.contextWindow")?,
         allow_write: all("agent-git.sandbox.allowWrite")?,
+        allow_read: all("agent-git.sandbox.allowRead")?,
     })
 }
 
@@ -291,6 +298,7 @@ mod tests {
                 token_param: None,
                 context_window: None,
                 allow_write: vec![],
+                allow_read: vec![],
             }
         );
     }
@@ -336,6 +344,7 @@ mod tests {
                 token_param: Some("max_tokens".into()),
                 context_window: Some(32768),
                 allow_write: vec!["/c".into()],
+                allow_read: vec![],
             }
         );
         std::fs::write(&path, "[agent-git]\n\tmaxTurns = lots\n").unwrap();

@@ -960,3 +960,68 @@ fn the_tests_see_no_go_flags_but_the_users() {
         stdout(&out)
     );
 }
+
+/// HOME is seen through a list of what toolchains need, not around a list of secrets: a
+/// credential file of a tool nobody listed reads as empty to the model's commands and to the
+/// tests, the global git config is a copy of its harmless settings, a toolchain's home is
+/// there, `--allow-read` adds a path, and a repository inside HOME works as anywhere.
+#[test]
+fn home_is_seen_through_what_toolchains_need() {
+    let env = TestEnv::new();
+    let home = env.path().join("home");
+    let secret = "secret-of-an-unlisted-tool";
+    for (path, text) in [
+        (".codex/auth.json", secret),
+        (".s3cfg", secret),
+        (".config/newtool/token", secret),
+        (".config/shared/notes.txt", "shared on purpose"),
+        (".cargo/bin/tool", "a toolchain's"),
+        (".cache/pip/kept.txt", "a cache"),
+        (".gitconfig", "[user]\n\tname = Home User\n[http]\n\textraHeader = Authorization: secret-of-an-unlisted-tool\n[credential]\n\thelper = store\n"),
+    ] {
+        let full = home.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+    let src = home.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let repo = env.repo("calc", &[("calc.py", CALC), ("test_calc.py", TEST_CALC)]);
+    let repo_in_home = src.join("calc");
+    std::fs::rename(&repo, &repo_in_home).unwrap();
+    let look = "cat ~/.codex/auth.json ~/.s3cfg ~/.config/newtool/token ~/.config/shared/notes.txt \
+        ~/.cargo/bin/tool ~/.cache/pip/kept.txt; echo; git config --global --list; git log --oneline -1";
+    // The tests read the same HOME: they fail if they can read a secret.
+    let test_cmd = format!(
+        "! grep -rqs {secret} ~/.codex ~/.s3cfg ~/.config && grep -q toolchain ~/.cargo/bin/tool \
+         && python3 -c 'import calc; assert calc.add(2, 3) == 5'"
+    );
+    let replies = json!([
+        calls("Look.", vec![run("look", look)]),
+        calls("Fix.", vec![fix_add()]),
+        end_turn("Done."),
+    ]);
+    let shared = home.join(".config/shared");
+    let args = [
+        "--test-cmd",
+        &test_cmd,
+        "--allow-read",
+        shared.to_str().unwrap(),
+    ];
+    let run = env.fix_scripted_with(&repo_in_home, "agent/home", replies, &args, |cmd| {
+        cmd.env_remove("GIT_CONFIG_GLOBAL");
+    });
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let seen = &run.results()["look"].1;
+    assert!(!seen.contains(secret), "{seen}");
+    assert!(!seen.contains("credential.helper"), "{seen}");
+    assert!(seen.contains("shared on purpose"), "{seen}");
+    assert!(
+        seen.contains("a toolchain's") && seen.contains("a cache"),
+        "{seen}"
+    );
+    assert!(seen.contains("user.name=Home User"), "{seen}");
+    assert!(
+        seen.contains("initial"),
+        "git works in a repository under HOME: {seen}"
+    );
+}

@@ -29,9 +29,10 @@ impl Run {
             helper,
             workspace.path(),
             Limits::default(),
-            vec![],
-            vec![workspace.git_dir().to_path_buf()],
-            vec![],
+            agent_git::sandbox::Reach {
+                readable: vec![workspace.git_dir().to_path_buf()],
+                ..Default::default()
+            },
         )
         .expect("sandbox");
         let protection = Protection::new(&[], &[]).expect("protection");

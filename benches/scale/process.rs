@@ -42,9 +42,7 @@ fn confined(repo: &Repo, options: &Options, never: &AtomicBool) {
             helper.clone(),
             &repo.path,
             Limits::default(),
-            vec![],
-            vec![],
-            vec![],
+            agent_git::sandbox::Reach::default(),
         )
         .expect("sandbox")
     };

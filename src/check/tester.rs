@@ -108,7 +108,7 @@ impl<'r> Checker<'r> {
     /// A clean room for `tests`, in the sandbox started the first time one is needed.
     pub(super) fn tester<'t>(&'t mut self, tests: &'t TestsAt) -> Result<TreeTester<'t>, String> {
         let repo = self.repo;
-        self.start_sandbox(&tests.allow_write)?;
+        self.start_sandbox(&tests.allow_write, &tests.allow_read)?;
         let Some((sandbox, _)) = &self.sandbox else {
             return Err("cannot set up the sandbox".to_string());
         };
@@ -129,7 +129,11 @@ impl<'r> Checker<'r> {
     }
 
     /// Starts the sandbox the first time it is needed.
-    fn start_sandbox(&mut self, allow_write: &[PathBuf]) -> Result<(), String> {
+    fn start_sandbox(
+        &mut self,
+        allow_write: &[PathBuf],
+        allow_read: &[PathBuf],
+    ) -> Result<(), String> {
         if self.sandbox.is_none() {
             let helper = std::env::current_exe()
                 .map_err(|e| format!("cannot find agent-git's own binary: {e}"))?;
@@ -142,11 +146,14 @@ impl<'r> Checker<'r> {
                 helper,
                 work.path(),
                 Limits::default(),
-                allow_write.to_vec(),
-                Vec::new(),
-                config_with_credentials(self.repo.commondir())
-                    .into_iter()
-                    .collect(),
+                crate::sandbox::Reach {
+                    allow_write: allow_write.to_vec(),
+                    allow_read: allow_read.to_vec(),
+                    readable: Vec::new(),
+                    hidden: config_with_credentials(self.repo.commondir())
+                        .into_iter()
+                        .collect(),
+                },
             )
             .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
             self.sandbox = Some((sandbox, work));
@@ -176,7 +183,7 @@ fn verdict_of(plan: &TestPlan, result: TestResult) -> Verdict {
 pub fn identity(plan: &TestPlan, settings: &Settings, sandbox: Mode) -> String {
     let mut text = format!(
         "agent-git {}\ncommand: {:?}\nrunner: {:?}\nsetup: {:?}\ntimeout: {}\nprotect: {:?}\n\
-         allow-write: {:?}\npython-path: {:?}\nnode-modules: {:?}\nvenv: {:?}\n",
+         allow-write: {:?}\nallow-read: {:?}\npython-path: {:?}\nnode-modules: {:?}\nvenv: {:?}\n",
         env!("CARGO_PKG_VERSION"),
         plan.command,
         plan.runner,
@@ -184,6 +191,7 @@ pub fn identity(plan: &TestPlan, settings: &Settings, sandbox: Mode) -> String {
         plan.timeout.as_secs(),
         settings.protect,
         settings.allow_write,
+        settings.allow_read,
         plan.python_path,
         plan.node_modules,
         plan.venv,

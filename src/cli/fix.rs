@@ -135,6 +135,11 @@ pub struct FixArgs {
     /// committed .agentgit). The report lists them.
     #[arg(long, value_name = "DIR")]
     pub allow_write: Vec<PathBuf>,
+    /// A path under HOME that commands and tests may read, besides the toolchains' homes and
+    /// caches they see there (repeatable; also git config agent-git.sandbox.allowRead, never a
+    /// committed .agentgit). The rest of HOME is empty to them.
+    #[arg(long, value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
     /// Files larger than this are not committed (the model is told) [default: 10m, or git
     /// config agent-git.maxFileSize]. Bytes, or with a unit: 512k, 10m, 1g.
     #[arg(long, value_name = "SIZE", value_parser = crate::settings::parse_size)]
@@ -251,6 +256,11 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             .iter()
             .map(|d| d.display().to_string())
             .collect(),
+        allow_read: args
+            .allow_read
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect(),
     };
     let settings = settings_at(&repo, base.id, flags).map_err(prepare_error)?;
     // Where a test run will come, the clean room is made ready meanwhile.
@@ -313,6 +323,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         plan: tests,
         protection,
         allow_write,
+        allow_read,
     } = tests_at;
     let (run_id, branch, task, resume) = match earlier {
         Some(attempt) => (
@@ -362,6 +373,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         resume,
         sandbox,
         allow_write,
+        allow_read,
         max_file_size: settings.max_file_size,
         started,
         room_ahead: std::cell::Cell::new(room_ahead),
@@ -387,6 +399,7 @@ fn tests_unless_passed(
             plan,
             protection,
             allow_write: Vec::new(),
+            allow_read: Vec::new(),
         };
         return Ok((nothing, tested_as, Some(found.summary)));
     }

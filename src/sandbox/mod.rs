@@ -130,6 +130,64 @@ pub const HOME_SECRETS: &[&str] = &[
     ".mysql_history",
 ];
 
+/// What of the user's HOME the model's commands and the tests see: the homes, installs and
+/// caches of toolchains, relative to HOME. Everything else there is empty (a folder) or reads
+/// as empty (a file), so a credential file of a tool nobody listed is not read either;
+/// `--allow-read DIR` adds a path. The global git config is seen as a copy of its harmless
+/// settings (`GIT_CONFIG_GLOBAL`). Credentials inside these (`HOME_SECRETS`) stay covered.
+pub const HOME_SEEN: &[&str] = &[
+    ".rustup",
+    ".cargo",
+    ".pyenv",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".elan",
+    ".ghcup",
+    ".sdkman",
+    ".jdks",
+    "go",
+    ".cache/go-build",
+    ".cache/pip",
+    ".cache/uv",
+    ".local/share/uv",
+    ".cache/pypoetry/cache",
+    ".cache/pypoetry/artifacts",
+    ".cache/pre-commit",
+    ".npm/_cacache",
+    ".cache/yarn",
+    ".yarn/berry/cache",
+    ".cache/pnpm",
+    ".local/share/pnpm",
+    ".cache/node-gyp",
+    ".cache/ms-playwright",
+    ".cache/Cypress",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+    ".local/bin",
+    ".local/lib",
+    ".conda/pkgs",
+    ".conda/envs",
+    "miniconda3",
+    "miniforge3",
+    "anaconda3",
+];
+
+/// The settings of the user's global git config that tests and commands are given (as a copy
+/// of their own): who commits, and how files are checked out. No credential helper, URL
+/// rewrite, header or token.
+const GIT_SETTINGS_SEEN: &[&str] = &[
+    "user.name",
+    "user.email",
+    "init.defaultbranch",
+    "core.autocrlf",
+    "core.eol",
+    "core.quotepath",
+    "safe.directory",
+];
+
 /// Credentials that a toolchain variable moves out of HOME: relative to what it names.
 const MOVED_SECRETS: &[(&str, &str)] = &[
     ("CARGO_HOME", "credentials"),
@@ -249,6 +307,8 @@ pub struct Sandbox {
     hidden: Vec<PathBuf>,
     /// agent-git's own HOME, which commands see read-only where the sandbox can.
     real_home: Option<PathBuf>,
+    /// The copy of the global git config's harmless settings that commands are given.
+    git_config: PathBuf,
     /// How long confined processes ran, in microseconds: time that is not the harness's own.
     busy_micros: std::sync::atomic::AtomicU64,
 }
@@ -426,6 +486,124 @@ fn secret_paths(real_home: Option<&Path>, moved_from: &[(String, String)]) -> Ve
     paths
 }
 
+/// What of `home` is covered: every entry that is not `seen`, nor in a seen path, nor a folder
+/// on the way to one (whose other entries are covered in turn). Where a covered entry is a
+/// link, what it leads to is covered too (the helper covers no link itself).
+fn home_unseen(home: &Path, seen: &[PathBuf]) -> Vec<PathBuf> {
+    fn walk(dir: &Path, seen: &[PathBuf], depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if seen.iter().any(|s| path.starts_with(s)) {
+                continue;
+            }
+            let on_the_way = seen.iter().any(|s| s.starts_with(&path));
+            let kind = entry.file_type();
+            if on_the_way && depth < 6 && kind.as_ref().is_ok_and(|k| k.is_dir()) {
+                walk(&path, seen, depth + 1, out);
+                continue;
+            }
+            if kind.is_ok_and(|k| k.is_symlink()) {
+                if let Ok(real) = path.canonicalize() {
+                    let leads_in = seen
+                        .iter()
+                        .any(|s| real.starts_with(s) || s.starts_with(&real));
+                    if !leads_in {
+                        out.push(real);
+                    }
+                }
+            }
+            out.push(path);
+        }
+    }
+    let mut out = Vec::new();
+    walk(home, seen, 0, &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The paths of `home` commands see: `HOME_SEEN`, the toolchains the environment `vars`
+/// names there, and what the user allowed (`--allow-read`).
+fn home_seen(home: &Path, vars: &[(String, String)], allow_read: &[PathBuf]) -> Vec<PathBuf> {
+    let mut seen: Vec<PathBuf> = HOME_SEEN.iter().map(|rel| home.join(rel)).collect();
+    for (name, value) in vars {
+        if TOOLCHAIN_DIRS.contains(&name.as_str()) && name != "HOME" {
+            seen.push(PathBuf::from(value));
+        }
+    }
+    seen.extend(allow_read.iter().cloned());
+    seen.extend(
+        seen.clone()
+            .iter()
+            .filter_map(|p| p.canonicalize().ok())
+            .collect::<Vec<_>>(),
+    );
+    seen.retain(|p| p.is_absolute() && p != home);
+    seen
+}
+
+/// The harmless settings (`GIT_SETTINGS_SEEN`) of the user's global git config (the file of
+/// `GIT_CONFIG_GLOBAL` when `vars` sets one, else `~/.config/git/config` and `~/.gitconfig`),
+/// as the text of a config file of their own.
+fn harmless_git_config(home: Option<&Path>, vars: &[(String, String)]) -> String {
+    let var = |name: &str| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let files: Vec<PathBuf> = match var("GIT_CONFIG_GLOBAL") {
+        Some(global) => vec![PathBuf::from(global)],
+        None => {
+            let xdg = var("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .or_else(|| home.map(|h| h.join(".config")));
+            let xdg = xdg.map(|dir| dir.join("git").join("config"));
+            xdg.into_iter()
+                .chain(home.map(|h| h.join(".gitconfig")))
+                .collect()
+        }
+    };
+    let mut values: Vec<(&str, Vec<String>)> = Vec::new();
+    for key in GIT_SETTINGS_SEEN {
+        let mut found = Vec::new();
+        for file in files.iter().filter(|f| f.is_file()) {
+            let Ok(config) = git2::Config::open(file) else {
+                continue;
+            };
+            let Ok(entries) = config.multivar(key, None) else {
+                continue;
+            };
+            let _ = entries.for_each(|entry| {
+                if let Ok(value) = entry.value() {
+                    found.push(value.to_string());
+                }
+            });
+        }
+        if !found.is_empty() {
+            values.push((key, found));
+        }
+    }
+    let mut text = String::new();
+    for (key, mut found) in values {
+        let Some((section, name)) = key.split_once('.') else {
+            continue;
+        };
+        // Single-valued keys: the last file's value wins, as in git.
+        let kept = if key == "safe.directory" {
+            found
+        } else {
+            found.split_off(found.len() - 1)
+        };
+        for value in kept {
+            let quoted = value
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            text.push_str(&format!("[{section}]\n\t{name} = \"{quoted}\"\n"));
+        }
+    }
+    text
+}
+
 /// Where the links inside the credential folders `hidden` lead (a `~/.ssh` whose key files
 /// link into a dotfiles folder, one by one), a few levels down: to be hidden too.
 fn link_targets(hidden: &[PathBuf]) -> Vec<PathBuf> {
@@ -522,6 +700,21 @@ fn absolute_path_entries(path: &str) -> String {
         .join(":")
 }
 
+/// What a sandbox's commands may reach beyond their work tree and private dirs, each by name.
+#[derive(Debug, Clone, Default)]
+pub struct Reach {
+    /// Directories the user made writable on purpose (`--allow-write`).
+    pub allow_write: Vec<PathBuf>,
+    /// Paths under HOME the user let commands read (`--allow-read`), besides `HOME_SEEN`.
+    pub allow_read: Vec<PathBuf>,
+    /// What commands read wherever it lies (the repository's git dir, for `git log`), though
+    /// a fresh /tmp would hide it.
+    pub readable: Vec<PathBuf>,
+    /// What no command may read though it lies in what they can: a git config that holds a
+    /// token, say.
+    pub hidden: Vec<PathBuf>,
+}
+
 impl Sandbox {
     /// Makes the private HOME and TMPDIR of the model's commands and, when on, probes which
     /// layers hold here. `helper` is the agent-git binary (`std::env::current_exe()` when this
@@ -531,16 +724,29 @@ impl Sandbox {
         helper: PathBuf,
         work: &Path,
         limits: Limits,
-        allow_write: Vec<PathBuf>,
-        readable: Vec<PathBuf>,
-        hidden: Vec<PathBuf>,
+        reach: Reach,
     ) -> std::io::Result<Sandbox> {
+        let Reach {
+            allow_write,
+            allow_read,
+            readable,
+            hidden,
+        } = reach;
         let private = tempfile::Builder::new()
             .prefix("agent-git-sandbox-")
             .tempdir()?;
         let lease = crate::leftovers::Lease::take(&private.path().join(crate::leftovers::LEASE))?;
         std::fs::create_dir(private.path().join("home"))?;
         std::fs::create_dir(private.path().join("tmp"))?;
+        let real_home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .and_then(|h| h.canonicalize().ok());
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        let git_config = private.path().canonicalize()?.join("gitconfig");
+        std::fs::write(
+            &git_config,
+            harmless_git_config(real_home.as_deref(), &vars),
+        )?;
         let mut sandbox = Sandbox {
             mode,
             helper,
@@ -553,18 +759,21 @@ impl Sandbox {
             allow_write,
             readable,
             hidden: Vec::new(),
-            real_home: std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .and_then(|h| h.canonicalize().ok()),
+            real_home,
+            git_config,
             busy_micros: std::sync::atomic::AtomicU64::new(0),
         };
         // Neither agent-git's environment nor the user's HOME changes during a run: what to
         // cover is found once (only in the credentials' folders do links count: a checkout's,
         // such as a venv's python, do not).
-        let vars: Vec<(String, String)> = std::env::vars().collect();
         let secrets = secret_paths(sandbox.real_home.as_deref(), &vars);
         let links = link_targets(&secrets);
-        sandbox.hidden = [hidden, secrets, links].concat();
+        let unseen = sandbox
+            .real_home
+            .as_deref()
+            .map(|home| home_unseen(home, &home_seen(home, &vars, &allow_read)))
+            .unwrap_or_default();
+        sandbox.hidden = [hidden, secrets, links, unseen].concat();
         if mode == Mode::On {
             sandbox.layers = Some(sandbox.probe()?);
         }
@@ -691,6 +900,14 @@ impl Sandbox {
         let others = other_runs_dirs(&std::env::temp_dir(), &jail);
         jail.hidden.extend(others);
         jail.hidden.extend(self.hidden.iter().cloned());
+        // git's global config is the copy of its harmless settings.
+        jail.keep.push(self.git_config.clone());
+        jail.env.retain(|(name, _)| name != "GIT_CONFIG_GLOBAL");
+        jail.env.push((
+            "GIT_CONFIG_GLOBAL".into(),
+            self.git_config.display().to_string(),
+        ));
+        jail.env.sort();
         jail
     }
 
