@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 fn edit(id: &str, old: &str, new: &str) -> Value {
@@ -804,4 +805,68 @@ fn a_file_name_or_the_model_s_words_cannot_forge_a_trailer_or_drive_the_terminal
         0,
         "{applied}"
     );
+}
+
+/// Which runs are applied, and by which commit, is read from each run and your branches,
+/// never from how the branches' names sort: runs made after an apply sort first here, and
+/// your own branches move from before `main` to after it.
+#[test]
+fn what_runs_show_as_applied_does_not_depend_on_the_names_of_branches() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let merged = passing_run(&env, &repo, "work/calc");
+    let applied = passing_run(&env, &repo, "zz/fix");
+    let out = env.agent(&repo, &["apply", "zz/fix"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let applied_in = env.git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    env.git(
+        &repo,
+        &["merge", "-q", "--no-ff", "-m", "take calc", "work/calc~1"],
+    );
+    // A branch of your own kept at the merged run's last edit: it holds the run too.
+    env.git(&repo, &["branch", "aaa-keep", "work/calc~1"]);
+    for branch in ["agent/look", "agent/peek"] {
+        let run = env.fix_scripted(&repo, branch, json!([end_turn("Nothing to do.")]), &[]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+    }
+    // Each run's id and the commit `runs` says applied it.
+    let listed = || {
+        let out = env.agent(&repo, &["runs", "--all", "--json"]);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        let runs: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let applied_by_run: BTreeMap<String, Value> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["run_id"].as_str().unwrap().into(), r["applied"].clone()))
+            .collect();
+        applied_by_run
+    };
+    let first = listed();
+    assert_eq!(first[&applied], json!(applied_in));
+    let holding = [
+        env.git(&repo, &["rev-parse", "main"]),
+        env.git(&repo, &["rev-parse", "aaa-keep"]),
+    ]
+    .map(|tip| json!(tip.trim()));
+    assert!(holding.contains(&first[&merged]), "{}", first[&merged]);
+
+    // The apply picked onto another branch of yours: two commits now name the run.
+    env.git(&repo, &["checkout", "-q", "-b", "aaa-backport", "main~2"]);
+    env.git(&repo, &["cherry-pick", "-x", &applied_in]);
+    env.git(&repo, &["checkout", "-q", "main"]);
+    let picked = env
+        .git(&repo, &["rev-parse", "aaa-backport"])
+        .trim()
+        .to_string();
+    let with_backport = listed();
+    let applied_by = &with_backport[&applied];
+    assert!(
+        [json!(applied_in), json!(picked)].contains(applied_by),
+        "{applied_by}"
+    );
+
+    env.git(&repo, &["branch", "-m", "aaa-keep", "zzz-keep"]);
+    env.git(&repo, &["branch", "-m", "aaa-backport", "zzz-backport"]);
+    assert_eq!(listed(), with_backport);
 }

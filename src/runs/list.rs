@@ -218,28 +218,37 @@ fn unreported_run(repo: &Repository, noted: crate::workspace::discard::Unreporte
     })
 }
 
-/// Marks each run applied when a commit of one of your branches (`tips`) names it in an
-/// `Agent-Applied` trailer, or when its last edit is in their history (a plain `git merge`).
-/// The walk stops at the oldest base, below which no run can have been applied.
+/// Marks each finished run applied by the first commit of your branches (`tips`) that names it
+/// in an `Agent-Applied` trailer, else by the first of them holding its last edit (a plain
+/// `git merge`). First is the oldest, then the smallest id: never the first branch by name.
 fn mark_applied(repo: &Repository, runs: &mut [Run], tips: &[Oid]) -> Result<(), RunsError> {
     if runs.is_empty() || tips.is_empty() {
         return Ok(());
     }
+    let by_trailer = applying_commits(repo, runs, tips)?;
+    for run in runs.iter_mut().filter(|r| !r.running) {
+        run.applied = match by_trailer.get(&run.run_id) {
+            Some(commit) => Some(*commit),
+            None => merged_by_git(repo, run, tips)?,
+        };
+    }
+    Ok(())
+}
+
+/// The first commit in your branches' history naming each run in an `Agent-Applied` trailer.
+fn applying_commits(
+    repo: &Repository,
+    runs: &[Run],
+    tips: &[Oid],
+) -> Result<HashMap<String, Oid>, RunsError> {
     let mut walk = repo.revwalk()?;
     for tip in tips {
         walk.push(*tip)?;
     }
-    let finished = || runs.iter().filter(|r| !r.running);
-    let bases: Vec<Oid> = finished().filter_map(|r| r.base).collect();
-    let floor = match bases.as_slice() {
-        [] => None,
-        [one] => Some(*one),
-        many => repo.merge_base_many(many).ok(),
-    };
-    if let (Some(floor), true) = (floor, finished().all(|r| r.base.is_some())) {
+    if let Some(floor) = ancestor_of_every_base(repo, runs) {
         walk.hide(floor)?;
     }
-    let mut applied: HashMap<String, Oid> = HashMap::new();
+    let mut first: HashMap<String, (i64, Oid)> = HashMap::new();
     for oid in walk {
         let commit = repo.find_commit(oid?)?;
         let message = String::from_utf8_lossy(commit.message_bytes());
@@ -247,30 +256,45 @@ fn mark_applied(repo: &Repository, runs: &mut [Run], tips: &[Oid]) -> Result<(),
             continue;
         }
         if let Some(run_id) = trailers(&message).remove("Agent-Applied") {
-            applied.entry(run_id).or_insert(commit.id());
+            let found = (commit.time().seconds(), commit.id());
+            first
+                .entry(run_id)
+                .and_modify(|known| *known = (*known).min(found))
+                .or_insert(found);
         }
     }
-    for run in runs.iter_mut().filter(|r| !r.running) {
-        run.applied = applied.get(&run.run_id).copied();
-        if run.applied.is_none() {
-            run.applied = merged_by_git(repo, run, tips)?;
-        }
-    }
-    Ok(())
+    Ok(first
+        .into_iter()
+        .map(|(run_id, (_, commit))| (run_id, commit))
+        .collect())
 }
 
-/// The branch tip holding the run's last edit, when it holds one (a plain `git merge`).
+/// A commit every finished run's base descends from: older than every run, so neither it nor
+/// its ancestors can have applied one. An octopus merge base, since `merge_base_many` answers
+/// for the first base against the rest and could hide the commit that applied another run.
+fn ancestor_of_every_base(repo: &Repository, runs: &[Run]) -> Option<Oid> {
+    let bases: Option<Vec<Oid>> = runs.iter().filter(|r| !r.running).map(|r| r.base).collect();
+    match bases?.as_slice() {
+        [] => None,
+        [one] => Some(*one),
+        many => repo.merge_base_octopus(many).ok(),
+    }
+}
+
+/// The first branch tip (oldest, then smallest id) holding the run's last edit, when one does
+/// (a plain `git merge`).
 fn merged_by_git(repo: &Repository, run: &Run, tips: &[Oid]) -> Result<Option<Oid>, RunsError> {
     let work = run.last_edit(repo)?;
     if Some(work) == run.base {
         return Ok(None);
     }
+    let mut holding = Vec::new();
     for tip in tips {
         if *tip == work || *tip == run.tip || repo.graph_descendant_of(*tip, work)? {
-            return Ok(Some(*tip));
+            holding.push((repo.find_commit(*tip)?.time().seconds(), *tip));
         }
     }
-    Ok(None)
+    Ok(holding.into_iter().min().map(|(_, tip)| tip))
 }
 
 /// The run named by `query`: a whole branch name or run id, else the one run whose id or
