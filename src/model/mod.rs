@@ -16,7 +16,7 @@ mod window;
 pub use anthropic::Anthropic;
 pub use http::{HttpModel, Provider, Recorder};
 pub use openai::{OpenAi, TokenLimit};
-pub use price::{Price, Usage};
+pub use price::{ListedPrice, Price, Usage};
 pub use replay::ReplayModel;
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedModel;
