@@ -160,7 +160,10 @@ impl Report<'_> {
         out.push(format!("Agent-Tokens: {}", self.tokens_trailer()));
         out.push(format!("Agent-Cost: {}", self.cost_trailer()));
         out.push(format!("Agent-Base: {}", self.base));
-        out.push(format!("Agent-Branch: {}", self.branch));
+        // A run that keeps no branch names none: the one it made is gone.
+        if self.outcome.keeps_branch() {
+            out.push(format!("Agent-Branch: {}", self.branch));
+        }
         // Each line is one line: a file name, a test's name or output, the model's words and
         // a configured model name are written with their newlines and control characters
         // escaped, so none of them adds a line (a trailer, a field) or drives a terminal.
@@ -323,6 +326,8 @@ impl Report<'_> {
             "worktree": worktree,
             "usage": usage_json(self.usage),
             "cost_usd": self.cost,
+            // What the report's Notes say: a model server's own words on a failure, say.
+            "notes": self.notes,
         })
     }
 }
@@ -485,6 +490,7 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                 "base": "0123456789abcdef0123456789abcdef01234567",
                 "outcome": "turn-limit",
                 "reason": null,
+                "notes": [],
                 "turns": 2,
                 "tests": {
                     "command": "python3 -m pytest -q",

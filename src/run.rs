@@ -146,6 +146,12 @@ pub fn execute(
     };
     let finished = match ran {
         Ok((result, sandbox)) if !result.outcome.keeps_branch() && !resuming => {
+            // The start named the branch; the end says it is gone.
+            progress(&format!(
+                "no branch kept: {} is deleted, as the run changed nothing ({})",
+                plan.branch,
+                result.outcome.name()
+            ));
             return finish_without_branch(&plan, workspace, slot, result, &sandbox)
                 .map(with_timing);
         }

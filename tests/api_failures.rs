@@ -473,6 +473,25 @@ async fn a_local_server_is_asked_for_its_context_window_or_the_user_is() {
         stderr(&out)
     );
     assert_eq!(env.git(&repo, &["branch", "--list", "agent/mute"]), "");
+    // No server at all: that is what is said, not a missing window.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let out = run(local_fix(
+        &env,
+        &repo,
+        &gone,
+        &["--model", "openai:llama3.1:8b", "--branch", "agent/gone"],
+    ))
+    .await;
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("cannot reach the model server at {gone}/v1: "))
+            && stderr(&out).contains("start it, or fix OPENAI_BASE_URL")
+            && !stderr(&out).contains("--context-window"),
+        "{}",
+        stderr(&out)
+    );
     // A gateway that counts no tokens: the report says the cost is unknown.
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
@@ -517,4 +536,45 @@ async fn a_local_server_is_asked_for_its_context_window_or_the_user_is() {
         "{}",
         stderr(&out)
     );
+}
+
+/// A refused request's own words reach `--json` as they reach the report, with the setting to
+/// change when the server refuses the name of the token limit.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_request_says_why_in_json_and_names_the_setting() {
+    let refusal = json!({"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}});
+    let server = fake_api(
+        "/v1/chat/completions",
+        vec![ResponseTemplate::new(400).set_body_json(refusal)],
+    )
+    .await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let cmd = local_fix(
+        &env,
+        &repo,
+        &server.uri(),
+        &[
+            "--model",
+            "openai:qwen2.5-coder",
+            "--context-window",
+            "32768",
+            "--branch",
+            "agent/refused",
+            "--json",
+        ],
+    );
+    let out = run(cmd).await;
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let v: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let reason = v["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("Use 'max_completion_tokens' instead"),
+        "{v}"
+    );
+    assert!(
+        reason.contains("git config agent-git.tokenParam max_completion_tokens"),
+        "{v}"
+    );
+    assert!(v["notes"].is_array(), "{v}");
 }

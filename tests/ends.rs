@@ -71,6 +71,13 @@ fn a_test_command_that_cannot_run_stops_before_the_model_is_called() {
             "{text}"
         );
         assert!(text.contains(why), "{command}: {text}");
+        // No branch is kept, and none is named as if it were.
+        assert!(!text.contains("Agent-Branch"), "{text}");
+        assert!(
+            stderr(&out).contains("no branch kept: ") && stderr(&out).contains("is deleted"),
+            "{}",
+            stderr(&out)
+        );
         for hint in ["--test-cmd", "--setup-cmd", "--allow-write"] {
             assert!(text.contains(hint), "{hint}: {text}");
         }

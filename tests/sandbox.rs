@@ -615,7 +615,8 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         "the killed run left its temp dirs"
     );
     assert_eq!(leftovers(&repo.join(".git/agent-git")).len(), 0);
-    // The run's lease, and the pooled tree it held with that slot's lock.
+    // The run's lease, the pooled tree it held with that slot's lock, and the note that its
+    // branch has no report (so that `runs` still lists it).
     let entries = |dir: &std::path::Path| -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .map(|d| {
@@ -628,8 +629,9 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         names
     };
     let held = entries(&repo.join(".git/agent-git"));
-    assert_eq!(held.len(), 3, "{held:?}");
+    assert_eq!(held.len(), 4, "{held:?}");
     assert!(held.iter().any(|n| n == "pool-1") && held.iter().any(|n| n == "pool-1.lease"));
+    assert!(held.iter().any(|n| n == "unreported"), "{held:?}");
 
     let replies = json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
     let run = env.fix_scripted_with(&repo, "agent/after", replies, &[], |cmd| {
@@ -655,9 +657,15 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
     );
     assert_eq!(
         entries(&repo.join(".git/agent-git")),
-        ["pool-1", "pool-1.lease", "rooms"],
+        ["pool-1", "pool-1.lease", "rooms", "unreported"],
         "the killed run's lease is gone; its tree went back to the pool (and the clean room's \
-         record is the last run's)"
+         record is the last run's); its branch is still known to have no report"
+    );
+    let runs = env.agent(&repo, &["runs", "--json"]);
+    assert!(
+        stdout(&runs).contains("\"outcome\":\"no-report\""),
+        "{}",
+        stdout(&runs)
     );
     assert_eq!(env.worktrees_but_the_pool(&repo), 1);
     let list = env.git(&repo, &["worktree", "list", "--porcelain"]);

@@ -188,7 +188,7 @@ impl HttpModel {
                 self.provider.name().to_ascii_uppercase()
             ))
         } else {
-            self.provider.hint(status)
+            token_param_hint(status, &said).or_else(|| self.provider.hint(status))
         };
         if let Some(hint) = hint {
             text.push_str(&format!(" ({hint})"));
@@ -358,5 +358,55 @@ impl Model for HttpModel {
         self.calls += 1;
         let body = self.provider.body(request);
         self.exchange(&body).await
+    }
+}
+/// What to set when a server refuses the name of the reply's token limit: OpenAI's reasoning
+/// models want `max_completion_tokens`, many other servers know only `max_tokens`.
+fn token_param_hint(status: u16, said: &str) -> Option<String> {
+    if status != 400 {
+        return None;
+    }
+    let set = |param: &str| {
+        format!("this server takes `{param}`: run `git config agent-git.tokenParam {param}`")
+    };
+    if said.contains("'max_completion_tokens'") && said.contains("max_tokens") {
+        return Some(set("max_completion_tokens"));
+    }
+    let refused = [
+        "Unrecognized",
+        "Unsupported",
+        "unknown",
+        "not supported",
+        "Extra inputs",
+    ];
+    if said.contains("max_completion_tokens") && refused.iter().any(|r| said.contains(r)) {
+        return Some(set("max_tokens"));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_token_limit_name_points_at_the_setting() {
+        let openai = "invalid_request_error: Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.";
+        assert_eq!(
+            token_param_hint(400, openai).as_deref(),
+            Some("this server takes `max_completion_tokens`: run `git config agent-git.tokenParam max_completion_tokens`")
+        );
+        let older = "Unrecognized request argument supplied: max_completion_tokens";
+        assert_eq!(
+            token_param_hint(400, older).as_deref(),
+            Some(
+                "this server takes `max_tokens`: run `git config agent-git.tokenParam max_tokens`"
+            )
+        );
+        assert_eq!(
+            token_param_hint(400, "max_tokens: must be at most 64000"),
+            None
+        );
+        assert_eq!(token_param_hint(500, openai), None);
     }
 }

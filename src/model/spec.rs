@@ -84,7 +84,9 @@ fn local_window(
     let key = non_empty("OPENAI_API_KEY");
     match window::ask_server(&base, model, key.as_deref()) {
         Ok(found) => Ok(Some(found)),
-        Err(why) => match window::published(model) {
+        // Nothing there to run the model: that is what to say, not the window.
+        Err(window::NotAsked::Unreachable(why)) => Err(why),
+        Err(window::NotAsked::Unsaid(why)) => match window::published(model) {
             Some(tokens) => Ok(Some(window::Found {
                 tokens,
                 source: format!("the published window of {model} (the server did not say)"),

@@ -99,9 +99,12 @@ where
         let event = event.map_err(|e| fail(events_arrived, decoding_error(e)))?;
         // A block without data (a lone `retry:` or `id:`) is no event, as in a browser.
         let Some(data) = event.data else { continue };
+        // An event that is itself the failure (an error as the stream's only event) is no
+        // part of a reply that arrived before it.
+        let before = events_arrived;
         events_arrived = true;
         let name = event.event.as_deref().unwrap_or("message");
-        if let Some(text) = assembler.push(name, &data).map_err(|e| fail(true, e))? {
+        if let Some(text) = assembler.push(name, &data).map_err(|e| fail(before, e))? {
             on_text(&text);
         }
         if assembler.is_done() {
@@ -932,6 +935,21 @@ mod tests {
         assert_eq!(
             failure.to_string(),
             "the server sent an error in the stream: overloaded_error: Overloaded (after events had arrived)"
+        );
+        // An error as the only event: nothing of a reply had arrived.
+        let only = vec![(
+            "error",
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+                .to_string(),
+        )];
+        let (result, _) = read(
+            AnthropicStream::default(),
+            byte_stream(&sse_text(&only, "\n"), 64),
+        )
+        .await;
+        assert_eq!(
+            result.unwrap_err().to_string(),
+            "the server sent an error in the stream: overloaded_error: Overloaded (before any event arrived)"
         );
 
         // vLLM and Ollama send an error object as a chunk of their own.

@@ -20,6 +20,8 @@ pub struct Answers {
     pub props: Option<Value>,
     pub ps: Option<Value>,
     pub show: Option<Value>,
+    /// Why none of them answered at all, when none did.
+    pub unreachable: Option<String>,
 }
 
 /// Reads the window from the servers' answers, or says why it cannot. Pure, so each server's
@@ -124,14 +126,41 @@ pub fn published(model: &str) -> Option<u64> {
         .map(|(_, tokens)| *tokens)
 }
 
+/// Why the server did not give a window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotAsked {
+    /// Nothing answered at its URL: no window would help.
+    Unreachable(String),
+    /// It answered, without a window of this model.
+    Unsaid(String),
+}
+
 /// Asks the server at `base_url` (an OpenAI-style URL such as `http://host:11434/v1`).
-pub fn ask_server(base_url: &str, model: &str, api_key: Option<&str>) -> Result<Found, String> {
+pub fn ask_server(base_url: &str, model: &str, api_key: Option<&str>) -> Result<Found, NotAsked> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot ask the server for its context window: {e}"))?;
+        .map_err(|e| {
+            NotAsked::Unsaid(format!("cannot ask the server for its context window: {e}"))
+        })?;
     let answers = runtime.block_on(ask(base_url, model, api_key));
-    read_window(model, &answers)
+    if let Some(why) = answers.unreachable {
+        return Err(NotAsked::Unreachable(why));
+    }
+    read_window(model, &answers).map_err(NotAsked::Unsaid)
+}
+
+/// Why no request to the server at `base` got an answer at all (the server is not running,
+/// the URL is wrong), said as what happened at that URL.
+fn unreachable(base: &str, error: &reqwest::Error) -> String {
+    use std::error::Error;
+    let mut cause = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        cause = inner.to_string();
+        source = inner.source();
+    }
+    format!("cannot reach the model server at {base}: {cause}; start it, or fix OPENAI_BASE_URL")
 }
 
 /// The four endpoints at once: a server that answers none costs one timeout, not four.
@@ -149,12 +178,13 @@ async fn ask(base_url: &str, model: &str, api_key: Option<&str>) -> Answers {
         Some(key) => request.bearer_auth(key),
         None => request,
     };
+    // Ok(None): the server answered, but not with a window; Err: no answer at all.
     let fetch = |request: reqwest::RequestBuilder| async move {
-        let response = with_key(request).send().await.ok()?;
+        let response = with_key(request).send().await?;
         if !response.status().is_success() {
-            return None;
+            return Ok(None);
         }
-        response.json::<Value>().await.ok()
+        Ok::<_, reqwest::Error>(response.json::<Value>().await.ok())
     };
     let show = client
         .post(format!("{root}/api/show"))
@@ -165,11 +195,17 @@ async fn ask(base_url: &str, model: &str, api_key: Option<&str>) -> Answers {
         fetch(client.get(format!("{root}/api/ps"))),
         fetch(show),
     );
+    let all = [&models, &props, &ps, &show];
+    let unreachable = match all.iter().all(|answer| answer.is_err()) {
+        true => models.as_ref().err().map(|e| unreachable(base, e)),
+        false => None,
+    };
     Answers {
-        models,
-        props,
-        ps,
-        show,
+        models: models.ok().flatten(),
+        props: props.ok().flatten(),
+        ps: ps.ok().flatten(),
+        show: show.ok().flatten(),
+        unreachable,
     }
 }
 
