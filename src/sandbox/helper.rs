@@ -14,17 +14,27 @@ use std::path::{Path, PathBuf};
 /// The exit status of a helper that could not confine a command (so did not run it).
 pub const SANDBOX_FAILED: i32 = 125;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HelperArgs {
+/// Everything the helper enforces, as one value: `sandbox::policy` builds it with named
+/// fields, agent-git writes it whole (JSON) for the helper, which reads it back whole, so no
+/// restriction can be added on one side of the process boundary and lost on the other. Only
+/// the command and whether to probe come on the helper's command line.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
     /// The only directories the command may write to.
+    #[serde(with = "raw_paths")]
     pub writable: Vec<PathBuf>,
     /// Paths the command may not read, and paths inside them it may.
+    #[serde(with = "raw_paths")]
     pub hidden: Vec<PathBuf>,
+    #[serde(with = "raw_paths")]
     pub shown: Vec<PathBuf>,
     /// Paths inside the writable ones that stay read-only (the tests, in the clean room).
+    #[serde(with = "raw_paths")]
     pub read_only: Vec<PathBuf>,
     /// Paths the command must still find where the namespace puts something new in their
     /// place (toolchains under /tmp, the runner's script): bound back, read-only.
+    #[serde(with = "raw_paths")]
     pub keep: Vec<PathBuf>,
     /// HOME as it is, read-only, under an overlay whose writes go to this directory.
     pub home: Option<HomeOverlay>,
@@ -42,15 +52,21 @@ pub struct HelperArgs {
     pub max_wall: Option<u64>,
     pub network: bool,
     pub landlock: bool,
-    /// Report which layers hold, then exit without running anything.
+    /// Report which layers hold, then exit without running anything (from the command line).
+    #[serde(skip)]
     pub probe: bool,
+    /// What to run (from the command line).
+    #[serde(skip)]
     pub command: Vec<OsString>,
 }
 
 /// HOME seen through an overlay: the real one below, read-only; writes land in `upper`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HomeOverlay {
+    #[serde(with = "raw_path")]
     pub home: PathBuf,
+    #[serde(with = "raw_path")]
     pub upper: PathBuf,
 }
 
@@ -58,10 +74,49 @@ pub struct HomeOverlay {
 /// writes there, changes or removes lands in `upper`, which the command cannot reach and which
 /// is thrown away after. Unlike the HOME overlay it is not a layer that must hold: where it
 /// cannot be mounted, the run writes to the tree itself, and the harness undoes that.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TreeOverlay {
+    #[serde(with = "raw_path")]
     pub tree: PathBuf,
+    #[serde(with = "raw_path")]
     pub upper: PathBuf,
+}
+
+/// A path as the bytes it is: serde's own `PathBuf` refuses one that is not UTF-8, which a
+/// work tree under a folder named in Latin-1 is.
+mod raw_path {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::PathBuf;
+
+    pub fn serialize<S: Serializer>(path: &std::path::Path, to: S) -> Result<S::Ok, S::Error> {
+        path.as_os_str().as_bytes().serialize(to)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<PathBuf, D::Error> {
+        Vec::<u8>::deserialize(from).map(|bytes| PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+    }
+}
+
+/// Paths as the bytes they are (`raw_path`).
+mod raw_paths {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::path::PathBuf;
+
+    pub fn serialize<S: Serializer>(paths: &[PathBuf], to: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<&[u8]> = paths.iter().map(|p| p.as_os_str().as_bytes()).collect();
+        bytes.serialize(to)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<Vec<PathBuf>, D::Error> {
+        let all = Vec::<Vec<u8>>::deserialize(from)?;
+        Ok(all
+            .into_iter()
+            .map(|bytes| PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+            .collect())
+    }
 }
 
 /// What the helper writes into a tree overlay's `upper` once the overlay is mounted: only then
@@ -98,7 +153,7 @@ fn print_probe(layers: &super::Layers) {
 /// exit status on. The helper itself stays outside that namespace, as the command's parent:
 /// when agent-git dies the helper gets a parent-death signal, and when the helper dies, so
 /// does the init, and with it every process of the namespace.
-pub fn run(args: &HelperArgs) -> i32 {
+pub fn run(args: &Policy) -> i32 {
     let parent = rustix::process::getppid();
     // The cgroup is joined first, with the ids agent-git runs as, before a user namespace.
     let processes = limit_processes(args.max_processes);
@@ -246,7 +301,7 @@ struct Namespaces {
 /// In the child, pid 1 of the new namespace: its own mounts and /proc, Landlock, no
 /// capabilities, then the command. Returns only on failure, or after a probe.
 fn namespace_init(
-    args: &HelperArgs,
+    args: &Policy,
     namespaces: Namespaces,
     processes: Result<String, String>,
     parent_alive: &std::os::fd::OwnedFd,
@@ -403,7 +458,7 @@ fn map_own_ids(uid: u32, gid: u32) -> Result<(), String> {
 /// resolved. Returns how the HOME overlay went, and the
 /// fresh directories the command may write to.
 fn build_mounts(
-    args: &HelperArgs,
+    args: &Policy,
     hidden: &[PathBuf],
 ) -> Result<(Result<(), String>, Vec<PathBuf>), String> {
     use rustix::mount::{mount_bind, mount_bind_recursive, mount_change, MountPropagationFlags};
@@ -504,7 +559,7 @@ fn build_mounts(
 }
 
 /// The writable directories but `dir`: what an overlay on `dir` binds back inside it.
-fn writable_but(args: &HelperArgs, dir: &Path) -> Vec<PathBuf> {
+fn writable_but(args: &Policy, dir: &Path) -> Vec<PathBuf> {
     args.writable
         .iter()
         .filter(|w| *w != dir)
@@ -898,7 +953,7 @@ fn set_limit(resource: Resource, soft: u64, hard: u64) -> Result<(), String> {
         .map_err(|e| format!("cannot set the {resource:?} limit: {e}"))
 }
 
-fn set_rlimits(args: &HelperArgs) -> Result<(), String> {
+fn set_rlimits(args: &Policy) -> Result<(), String> {
     set_limit(Resource::Fsize, args.max_file_size, args.max_file_size)?;
     set_limit(Resource::Cpu, args.max_cpu, args.max_cpu + 5)?;
     set_limit(Resource::Core, 0, 0)

@@ -10,7 +10,6 @@ mod process;
 pub use helper::OVERLAY_HELD;
 pub use process::{die_with, run_prepared, ExitWatch, RawRun};
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -313,52 +312,29 @@ pub struct Sandbox {
     busy_micros: std::sync::atomic::AtomicU64,
 }
 
-/// What the helper is told, as its argv after `sandbox-exec`. Built as a pure value so that
-/// the exact confinement of a command can be checked by equality.
-pub fn helper_args(jail: &Jail, limits: &Limits, layers: &Layers) -> Vec<OsString> {
-    let mut args: Vec<OsString> = vec!["sandbox-exec".into()];
-    for (flag, dirs) in [
-        ("--write", &jail.writable),
-        ("--hide", &jail.hidden),
-        ("--show", &jail.shown),
-        ("--read-only", &jail.read_only),
-        ("--keep", &jail.keep),
-    ] {
-        for dir in dirs {
-            args.push(flag.into());
-            args.push(dir.into());
-        }
+/// What the helper enforces for a command in `jail`, with the layers that hold here asked of
+/// it. Built as a pure value, with named fields, so that the exact confinement of a command
+/// can be checked by equality and crosses to the helper whole.
+pub fn policy(jail: &Jail, limits: &Limits, layers: &Layers) -> helper::Policy {
+    helper::Policy {
+        writable: jail.writable.clone(),
+        hidden: jail.hidden.clone(),
+        shown: jail.shown.clone(),
+        read_only: jail.read_only.clone(),
+        keep: jail.keep.clone(),
+        home: jail.home_overlay.clone(),
+        tree: jail.tree_overlay.clone(),
+        read_only_rest: layers.read_only.is_ok(),
+        fresh_proc: layers.proc.is_ok(),
+        max_processes: limits.processes,
+        max_file_size: limits.file_size_bytes,
+        max_cpu: limits.cpu_seconds,
+        max_wall: limits.wall_seconds,
+        network: layers.network.is_ok(),
+        landlock: layers.filesystem.is_ok(),
+        probe: false,
+        command: Vec::new(),
     }
-    if let Some(overlay) = &jail.home_overlay {
-        args.extend(["--home".into(), overlay.home.clone().into()]);
-        args.extend(["--home-upper".into(), overlay.upper.clone().into()]);
-    }
-    if let Some(overlay) = &jail.tree_overlay {
-        args.extend(["--tree".into(), overlay.tree.clone().into()]);
-        args.extend(["--tree-upper".into(), overlay.upper.clone().into()]);
-    }
-    for (flag, value) in [
-        ("--max-processes", limits.processes),
-        ("--max-file-size", limits.file_size_bytes),
-        ("--max-cpu", limits.cpu_seconds),
-    ] {
-        args.push(flag.into());
-        args.push(value.to_string().into());
-    }
-    if let Some(wall) = limits.wall_seconds {
-        args.extend(["--max-wall".into(), wall.to_string().into()]);
-    }
-    for (holds, flag) in [
-        (layers.network.is_ok(), "--no-network-isolation"),
-        (layers.filesystem.is_ok(), "--no-landlock"),
-        (layers.read_only.is_ok(), "--no-read-only-rest"),
-        (layers.proc.is_ok(), "--no-fresh-proc"),
-    ] {
-        if !holds {
-            args.push(flag.into());
-        }
-    }
-    args
 }
 
 /// The environment of a sandboxed command: the allowlisted variables of `vars` (PATH without
@@ -784,8 +760,8 @@ impl Sandbox {
         let jail = self.model_jail();
         let every_layer = Layers::every_one();
         let jail = self.finish(jail, &every_layer);
-        let child = Command::new(&self.helper)
-            .args(helper_args(&jail, &self.limits, &every_layer))
+        let child = self
+            .helper_command(&policy(&jail, &self.limits, &every_layer))?
             .arg("--probe")
             .env_clear()
             .envs(jail.env)
@@ -912,6 +888,21 @@ impl Sandbox {
     }
 
     /// `sh -c shell` in the jail, confined as far as this machine allows.
+    /// `agent-git sandbox-exec --policy-file FILE`: the policy written whole to a file of this
+    /// sandbox's private dir (out of every command's reach), which the helper reads and
+    /// removes. A file, not an argument: a long list of hidden paths outgrows an argument.
+    fn helper_command(&self, policy: &helper::Policy) -> std::io::Result<Command> {
+        let json = serde_json::to_vec(policy).map_err(std::io::Error::other)?;
+        let mut file = tempfile::Builder::new()
+            .prefix("policy-")
+            .tempfile_in(&self.private_root)?;
+        std::io::Write::write_all(&mut file, &json)?;
+        let (_, path) = file.keep().map_err(|e| e.error)?;
+        let mut command = Command::new(&self.helper);
+        command.arg("sandbox-exec").arg("--policy-file").arg(path);
+        Ok(command)
+    }
+
     pub fn command(&self, jail: &Jail, shell: &str, limits: &Limits) -> std::io::Result<Command> {
         let (mut command, env) = match &self.layers {
             None => {
@@ -921,10 +912,8 @@ impl Sandbox {
             }
             Some(layers) => {
                 let jail = self.finish(jail.clone(), layers);
-                let mut c = Command::new(&self.helper);
-                c.args(helper_args(&jail, limits, layers))
-                    .arg("--")
-                    .args(["sh", "-c", shell]);
+                let mut c = self.helper_command(&policy(&jail, limits, layers))?;
+                c.arg("--").args(["sh", "-c", shell]);
                 (c, jail.env)
             }
         };
@@ -1020,7 +1009,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn helper_args_state_the_whole_confinement() {
+    fn the_policy_states_the_whole_confinement_and_crosses_whole() {
         let jail = Jail {
             cwd: PathBuf::from("/w"),
             writable: vec![PathBuf::from("/w"), PathBuf::from("/p")],
@@ -1050,44 +1039,47 @@ mod tests {
             wall_seconds: Some(70),
             ..Limits::default()
         };
-        let args = helper_args(&jail, &limits, &layers);
-        let args: Vec<&str> = args.iter().map(|a| a.to_str().unwrap()).collect();
+        let policy = policy(&jail, &limits, &layers);
+        let path = |p: &str| PathBuf::from(p);
         assert_eq!(
-            args,
-            vec![
-                "sandbox-exec",
-                "--write",
-                "/w",
-                "--write",
-                "/p",
-                "--hide",
-                "/repo",
-                "--show",
-                "/repo/.venv",
-                "--read-only",
-                "/w/tests",
-                "--keep",
-                "/tmp/venv",
-                "--home",
-                "/home/u",
-                "--home-upper",
-                "/p/home",
-                "--tree",
-                "/w",
-                "--tree-upper",
-                "/r/overlay",
-                "--max-processes",
-                "512",
-                "--max-file-size",
-                "1073741824",
-                "--max-cpu",
-                "600",
-                "--max-wall",
-                "70",
-                "--no-landlock",
-                "--no-read-only-rest",
-                "--no-fresh-proc"
-            ]
+            policy,
+            helper::Policy {
+                writable: vec![path("/w"), path("/p")],
+                hidden: vec![path("/repo")],
+                shown: vec![path("/repo/.venv")],
+                read_only: vec![path("/w/tests")],
+                keep: vec![path("/tmp/venv")],
+                home: Some(helper::HomeOverlay {
+                    home: path("/home/u"),
+                    upper: path("/p/home"),
+                }),
+                tree: Some(helper::TreeOverlay {
+                    tree: path("/w"),
+                    upper: path("/r/overlay"),
+                }),
+                read_only_rest: false,
+                fresh_proc: false,
+                max_processes: 512,
+                max_file_size: 1 << 30,
+                max_cpu: 600,
+                max_wall: Some(70),
+                network: true,
+                landlock: false,
+                probe: false,
+                command: vec![],
+            }
+        );
+        // It crosses to the helper whole, a path that is not UTF-8 too.
+        use std::os::unix::ffi::OsStrExt;
+        let latin = PathBuf::from(std::ffi::OsStr::from_bytes(b"/w/caf\xe9"));
+        let crossing = helper::Policy {
+            writable: vec![latin],
+            ..policy.clone()
+        };
+        let json = serde_json::to_vec(&crossing).unwrap();
+        assert_eq!(
+            serde_json::from_slice::<helper::Policy>(&json).unwrap(),
+            crossing
         );
     }
 
