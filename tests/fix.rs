@@ -289,6 +289,7 @@ fn json_output_has_the_documented_shape() {
             "commits",
             "cost_usd",
             "harness_secs",
+            "notes",
             "outcome",
             "reason",
             "report_commit",
