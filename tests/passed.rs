@@ -1506,3 +1506,49 @@ fn the_clean_room_holds_what_an_archive_of_the_branch_holds() {
     assert!(passes, "{output}");
     assert_eq!(UserState::capture(&env, &repo), before);
 }
+
+/// What `export-subst` writes comes from the commit an archive is made of, which a run cannot
+/// know (its report's, or the one `apply` makes): a pass that stands on the tested commit's
+/// values (here the subject of the model's own edit) is not `passed`; an archive of the
+/// branch fails it too.
+#[test]
+fn a_pass_that_stands_on_what_export_subst_writes_is_not_passed() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "stamped",
+        &[
+            (".gitattributes", "_stamp.py export-subst\n"),
+            ("_stamp.py", "SUBJECT = \"$Format:%s$\"\n"),
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+        ],
+    );
+    let before = UserState::capture(&env, &repo);
+    let calc = "from _stamp import SUBJECT\n\n\ndef add(a, b):\n    return a + b if SUBJECT == 'calc: add adds' else a - b\n\n\ndef multiply(a, b):\n    return a * b\n";
+    let write = tool(
+        "w",
+        "write_file",
+        json!({"path": "calc.py", "content": calc}),
+    );
+    let replies = json!([calls("calc: add adds", vec![write]), end_turn("Done.")]);
+    let command = "python3 -c 'import test_calc; test_calc.test_add()'";
+    let run = env.fix_scripted(
+        &repo,
+        "agent/stamped",
+        replies,
+        &["--max-turns", "2", "--test-cmd", command],
+    );
+    let path = std::env::var("PATH").unwrap();
+    assert_not_passed(&env, &repo, &before, "agent/stamped", &run, command, &path);
+    assert!(
+        env.message(&repo, "agent/stamped")
+            .contains("with other values of the same shape")
+            || run.stderr().contains("with other values of the same shape")
+            || run
+                .transcript
+                .to_string()
+                .contains("with other values of the same shape"),
+        "{}",
+        env.message(&repo, "agent/stamped")
+    );
+}

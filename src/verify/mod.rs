@@ -9,6 +9,7 @@ use crate::testrun::{
     cases_from_junit, cases_from_results_json, Case, Ended, Inventory, Runner, TestCommand,
     TestPlan, TestResult, BUILTIN_PYTHON_RUNNER,
 };
+use crate::workspace::export::{self, Archived, Values};
 use crate::workspace::{CleanRoom, ProtectedMemo, RunDirs, Workspace, WorkspaceError, OVERLAYS};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -250,6 +251,10 @@ pub struct TestSetup<'a> {
 /// Tests trees in one clean room: a tree's files (tracked only), outside the user's checkout,
 /// with a fresh HOME and TMPDIR, confined by the sandbox. The verifier tests a run's branch
 /// with it; `agent-git check` a pushed commit.
+/// What an archived tree is made from: the tree, the commit it is archived as, and the values
+/// export-subst writes.
+type ArchiveKey = (git2::Oid, Option<git2::Oid>, Values);
+
 pub struct TreeTester<'a> {
     setup: TestSetup<'a>,
     room: RefCell<CleanRoom>,
@@ -264,8 +269,8 @@ pub struct TreeTester<'a> {
     overlay_held: std::cell::Cell<bool>,
     /// The repository whose trees are tested, for what an archive of them holds.
     source: git2::Repository,
-    /// The archived tree of each (tree, commit) asked before.
-    archived: RefCell<HashMap<(git2::Oid, Option<git2::Oid>), git2::Oid>>,
+    /// The archived tree of each (tree, commit, values) asked before.
+    archived: RefCell<HashMap<ArchiveKey, Archived>>,
 }
 
 impl<'a> TreeTester<'a> {
@@ -335,8 +340,9 @@ impl<'a> TreeTester<'a> {
         tree: git2::Oid,
         commit: Option<git2::Oid>,
     ) -> Result<TestResult, VerifyError> {
-        let tree = self.archived(tree, commit)?;
-        self.test_archived(tree)
+        let archived = self.archived(tree, commit, Values::OfCommit)?;
+        let result = self.test_archived(archived.tree)?;
+        self.held_with_other_values(tree, commit, archived, result, &|t| self.test_archived(t))
     }
 
     /// The tree an archive of `commit` (or of `tree` alone) holds, with the protected files.
@@ -344,15 +350,46 @@ impl<'a> TreeTester<'a> {
         &self,
         tree: git2::Oid,
         commit: Option<git2::Oid>,
-    ) -> Result<git2::Oid, VerifyError> {
-        if let Some(known) = self.archived.borrow().get(&(tree, commit)) {
+        values: Values,
+    ) -> Result<Archived, VerifyError> {
+        if let Some(known) = self.archived.borrow().get(&(tree, commit, values)) {
             return Ok(*known);
         }
         let protection = self.setup.protection;
         let keep = |path: &Path| protection.is_protected(path);
-        let exported = crate::workspace::export::archived(&self.source, tree, commit, &keep)?;
-        self.archived.borrow_mut().insert((tree, commit), exported);
+        let exported = export::archived(&self.source, tree, commit, &keep, values)?;
+        self.archived
+            .borrow_mut()
+            .insert((tree, commit, values), exported);
         Ok(exported)
+    }
+
+    /// `result`, a pass of `archived`, if it also passes where `export-subst` wrote other
+    /// values than the tested commit's: an archive of the branch is made from another commit
+    /// (the report's, the applied one), so a pass that stands on those values would not hold
+    /// there. Else the run with the other values, which says why.
+    fn held_with_other_values(
+        &self,
+        tree: git2::Oid,
+        commit: Option<git2::Oid>,
+        archived: Archived,
+        result: TestResult,
+        test: &dyn Fn(git2::Oid) -> Result<TestResult, VerifyError>,
+    ) -> Result<TestResult, VerifyError> {
+        if !result.passed || !archived.from_commit {
+            return Ok(result);
+        }
+        let other = self.archived(tree, commit, Values::Other)?;
+        let mut again = test(other.tree)?;
+        if again.passed || !again.ran || again.interrupted {
+            return Ok(result);
+        }
+        again.tail.push_str(
+            "\nagent-git: the tests passed with what export-subst writes from the tested commit \
+             and fail with other values of the same shape: an archive of the branch is made \
+             from another commit, so that pass would not hold there\n",
+        );
+        Ok(again)
     }
 
     fn test_archived(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
@@ -517,11 +554,12 @@ impl<'a> TreeTester<'a> {
         tree: git2::Oid,
         commit: Option<git2::Oid>,
     ) -> Result<TestResult, VerifyError> {
-        let tree = self.archived(tree, commit)?;
-        if self.room.borrow().setup_is_from_another(tree) {
+        let archived = self.archived(tree, commit, Values::OfCommit)?;
+        if self.room.borrow().setup_is_from_another(archived.tree) {
             self.room.borrow_mut().clear_setup()?;
         }
-        self.test_archived(tree)
+        let result = self.test_archived(archived.tree)?;
+        self.held_with_other_values(tree, commit, archived, result, &|t| self.test_archived(t))
     }
 
     /// One run of `tree` as anyone would run it (nothing asks for a report file, so there is
@@ -532,7 +570,13 @@ impl<'a> TreeTester<'a> {
         tree: git2::Oid,
         commit: Option<git2::Oid>,
     ) -> Result<TestResult, VerifyError> {
-        let tree = self.archived(tree, commit)?;
+        let archived = self.archived(tree, commit, Values::OfCommit)?;
+        let result = self.test_archived_as_anyone(archived.tree)?;
+        let as_anyone = |t| self.test_archived_as_anyone(t);
+        self.held_with_other_values(tree, commit, archived, result, &as_anyone)
+    }
+
+    fn test_archived_as_anyone(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
         let stale_setup = self.room.borrow().setup_is_from_another(tree);
         if stale_setup {
             self.room.borrow_mut().clear_setup()?;

@@ -18,19 +18,29 @@ const IGNORE: &str = "export-ignore";
 const SUBST: &str = "export-subst";
 const ATTRIBUTES: &str = ".gitattributes";
 
-/// One line of an attributes file that says something of the export attributes: its pattern,
-/// matched from the folder of its file, and what it makes of each (true: set; false: unset,
-/// unspecified or given a value, none of which `git archive` acts on).
+/// What one attribute word says: `name` (set), `-name` (unset), `!name` (unspecified again),
+/// `name=value`. Only a set attribute is acted on by `git archive`, and expands as a macro.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Set,
+    Other,
+}
+
+/// The words of one line: each attribute's name and what the line says of it, in order.
+type Words = Vec<(String, State)>;
+
+/// One line of an attributes file that may bear on the export attributes: its pattern,
+/// matched from the folder of its file, and its attribute words.
 struct Rule {
     dir: PathBuf,
     pattern: Gitignore,
-    ignore: Option<bool>,
-    subst: Option<bool>,
+    words: Words,
 }
 
-/// The export rules of a tree, in the order git weighs them (the last that matches wins).
+/// The export rules of a tree, lowest precedence first, and the macros they may use.
 pub struct ExportRules {
     rules: Vec<Rule>,
+    macros: HashMap<String, Words>,
 }
 
 impl ExportRules {
@@ -58,35 +68,56 @@ impl ExportRules {
         Ok(ExportRules::parse(&sources))
     }
 
-    /// The rules of attribute files given as (folder, text), lowest precedence first; macros
-    /// are taken from top-level files only, as git takes them.
+    /// The rules of attribute files given as (folder, text), lowest precedence first, read
+    /// as git reads them: a line with a word that is no attribute is dropped whole, so is one
+    /// longer than 2048 bytes or with a negative pattern; a pattern may be quoted; macros
+    /// come from the top-level files only, the last definition of the highest file winning,
+    /// wherever it stands.
     fn parse(sources: &[(PathBuf, Vec<u8>)]) -> ExportRules {
+        let none = || ExportRules {
+            rules: Vec::new(),
+            macros: HashMap::new(),
+        };
         if !sources
             .iter()
             .any(|(_, text)| find(text, b"export-").is_some())
         {
-            return ExportRules { rules: Vec::new() };
+            return none();
         }
-        let mut macros: HashMap<String, Vec<String>> = HashMap::new();
-        let mut rules = Vec::new();
+        let mut macros: HashMap<String, Words> = HashMap::new();
+        let mut lines: Vec<(&Path, String, Words)> = Vec::new();
         for (dir, text) in sources {
             for line in String::from_utf8_lossy(text).lines() {
-                let line = line.trim();
-                if let Some(definition) = line.strip_prefix("[attr]") {
-                    if dir.as_os_str().is_empty() {
-                        let mut words = definition.split_whitespace().map(String::from);
-                        if let Some(name) = words.next() {
-                            macros.insert(name, words.collect());
-                        }
-                    }
+                let Some((pattern, words)) = parse_line(line) else {
                     continue;
-                }
-                if let Some(rule) = Rule::parse(dir, line, &macros) {
-                    rules.push(rule);
+                };
+                match pattern.strip_prefix("[attr]") {
+                    Some(name) if dir.as_os_str().is_empty() && valid_name(name) => {
+                        macros.insert(name.to_string(), words);
+                    }
+                    Some(_) => {}
+                    None => lines.push((dir, pattern, words)),
                 }
             }
         }
-        ExportRules { rules }
+        let bearing = bearing_names(&macros);
+        let rules: Vec<Rule> = lines
+            .into_iter()
+            .filter(|(_, _, words)| words.iter().any(|(name, _)| bearing.contains(name)))
+            .filter_map(|(dir, pattern, words)| {
+                let mut builder = GitignoreBuilder::new("");
+                builder.add_line(None, &pattern).ok()?;
+                Some(Rule {
+                    dir: dir.to_path_buf(),
+                    pattern: builder.build().ok()?,
+                    words,
+                })
+            })
+            .collect();
+        if rules.is_empty() {
+            return none();
+        }
+        ExportRules { rules, macros }
     }
 
     /// Whether an export is the tree as it is.
@@ -94,83 +125,165 @@ impl ExportRules {
         self.rules.is_empty()
     }
 
-    /// Whether `attribute` (IGNORE or SUBST) is set for the tree path `path`.
+    /// Whether `attribute` (IGNORE or SUBST) is set for the tree path `path`, by git's own
+    /// reckoning: from the rule of highest precedence down, each line's words from its last,
+    /// the first word that names an attribute decides it, and a macro set that way decides
+    /// what it expands to where nothing decided it yet.
     fn is_set(&self, attribute: &str, path: &Path, is_dir: bool) -> bool {
-        let mut set = false;
-        for rule in &self.rules {
-            let state = if attribute == IGNORE {
-                rule.ignore
-            } else {
-                rule.subst
-            };
-            let Some(state) = state else { continue };
+        let mut decided: HashMap<&str, State> = HashMap::new();
+        for rule in self.rules.iter().rev() {
             let Ok(rel) = path.strip_prefix(&rule.dir) else {
                 continue;
             };
-            if rule.pattern.matched(rel, is_dir).is_ignore() {
-                set = state;
+            if rel.as_os_str().is_empty() || !rule.pattern.matched(rel, is_dir).is_ignore() {
+                continue;
+            }
+            self.fill(&rule.words, &mut decided, 0);
+        }
+        decided.get(attribute) == Some(&State::Set)
+    }
+
+    fn fill<'a>(&'a self, words: &'a Words, decided: &mut HashMap<&'a str, State>, depth: usize) {
+        for (name, state) in words.iter().rev() {
+            if decided.contains_key(name.as_str()) {
+                continue;
+            }
+            decided.insert(name, *state);
+            if *state == State::Set && depth < 16 {
+                if let Some(expansion) = self.macros.get(name) {
+                    self.fill(expansion, decided, depth + 1);
+                }
             }
         }
-        set
     }
 }
 
-impl Rule {
-    /// `PATTERN ATTR...` of the file in `dir`, if it says something of IGNORE or SUBST.
-    fn parse(dir: &Path, line: &str, macros: &HashMap<String, Vec<String>>) -> Option<Rule> {
-        if line.is_empty() || line.starts_with('#') {
-            return None;
-        }
-        let mut words = line.split_whitespace();
-        let pattern = words.next()?;
-        // git ignores negative patterns in attribute files.
-        if pattern.starts_with('!') {
-            return None;
-        }
-        let mut states = (None, None);
-        for word in words {
-            settle(word, macros, 0, &mut states);
-        }
-        let (ignore, subst) = states;
-        if ignore.is_none() && subst.is_none() {
-            return None;
-        }
-        let mut builder = GitignoreBuilder::new("");
-        builder.add_line(None, pattern).ok()?;
-        Some(Rule {
-            dir: dir.to_path_buf(),
-            pattern: builder.build().ok()?,
-            ignore,
-            subst,
-        })
+/// A line of an attributes file as git reads it: its pattern (unquoted) and its words, or
+/// None for a comment, a blank line, and a line git drops.
+fn parse_line(line: &str) -> Option<(String, Words)> {
+    const MAX_LINE: usize = 2048;
+    if line.len() > MAX_LINE {
+        return None;
     }
-}
-
-/// What one attribute word (`name`, `-name`, `!name`, `name=value`) makes of (IGNORE, SUBST);
-/// a macro expands only when it is set, as in git.
-fn settle(
-    word: &str,
-    macros: &HashMap<String, Vec<String>>,
-    depth: usize,
-    states: &mut (Option<bool>, Option<bool>),
-) {
-    let (name, set) = match word.split_once('=') {
-        Some((name, _)) => (name, false),
-        None => match word.strip_prefix(['-', '!']) {
-            Some(name) => (name, false),
-            None => (word, true),
-        },
+    let line = line.trim_start_matches([' ', '\t', '\r', '\n']);
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let (pattern, rest) = match line.strip_prefix('"') {
+        Some(quoted) => unquote(quoted)?,
+        None => {
+            let end = line.find([' ', '\t', '\r']).unwrap_or(line.len());
+            (line[..end].to_string(), &line[end..])
+        }
     };
-    match name {
-        IGNORE => states.0 = Some(set),
-        SUBST => states.1 = Some(set),
-        name if set && depth < 8 => {
-            for inner in macros.get(name).into_iter().flatten() {
-                settle(inner, macros, depth + 1, states);
+    // Negative patterns are ignored in attribute files.
+    if pattern.starts_with('!') {
+        return None;
+    }
+    let mut words = Vec::new();
+    for word in rest.split([' ', '\t', '\r']).filter(|w| !w.is_empty()) {
+        let (name, state) = match word.split_once('=') {
+            Some((name, _)) => (name, State::Other),
+            None => match word.strip_prefix(['-', '!']) {
+                Some(name) => (name, State::Other),
+                None => (word, State::Set),
+            },
+        };
+        if !valid_name(name) {
+            return None;
+        }
+        words.push((name.to_string(), state));
+    }
+    Some((pattern, words))
+}
+
+/// git's attribute names: letters, digits, `-`, `.` and `_`, not starting with `-`.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+}
+
+/// A C-quoted pattern (after its opening quote) as git unquotes it, and the rest of the line;
+/// None when the quote does not end.
+fn unquote(quoted: &str) -> Option<(String, &str)> {
+    let bytes = quoted.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let pattern = String::from_utf8_lossy(&out).into_owned();
+                return Some((pattern, &quoted[i + 1..]));
+            }
+            b'\\' => {
+                let next = *bytes.get(i + 1)?;
+                let (byte, used) = match next {
+                    b'a' => (0x07, 2),
+                    b'b' => (0x08, 2),
+                    b'f' => (0x0c, 2),
+                    b'n' => (b'\n', 2),
+                    b'r' => (b'\r', 2),
+                    b't' => (b'\t', 2),
+                    b'v' => (0x0b, 2),
+                    b'\\' | b'"' => (next, 2),
+                    b'0'..=b'3' => {
+                        let digits = quoted.get(i + 1..i + 4)?;
+                        (u8::from_str_radix(digits, 8).ok()?, 4)
+                    }
+                    _ => return None,
+                };
+                out.push(byte);
+                i += used;
+            }
+            byte => {
+                out.push(byte);
+                i += 1;
             }
         }
-        _ => {}
     }
+    None
+}
+
+/// The attribute names that bear on an export: IGNORE, SUBST, and every macro that sets one
+/// (or sets a macro that does).
+fn bearing_names(macros: &HashMap<String, Words>) -> std::collections::HashSet<String> {
+    let mut bearing: std::collections::HashSet<String> =
+        [IGNORE, SUBST].iter().map(|n| n.to_string()).collect();
+    loop {
+        let more: Vec<String> = macros
+            .iter()
+            .filter(|(name, words)| {
+                !bearing.contains(*name) && words.iter().any(|(w, _)| bearing.contains(w))
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        if more.is_empty() {
+            return bearing;
+        }
+        bearing.extend(more);
+    }
+}
+
+/// Which values `export-subst` writes. An archive of the branch is made from a commit the run
+/// cannot know yet (its report's, or the one `apply` makes), so a pass must not stand on them:
+/// it is tested with the tested commit's values and again with other ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Values {
+    /// The tested commit's, as `git archive` of it writes them.
+    OfCommit,
+    /// Others of the same shape (ids, dates, names, subject), and a word for every
+    /// placeholder this does not expand.
+    Other,
+}
+
+/// An archived tree, and whether `export-subst` wrote anything from the commit into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Archived {
+    pub tree: Oid,
+    pub from_commit: bool,
 }
 
 /// The tree an archive of `commit` (of the bare tree, when there is none: git then expands
@@ -181,30 +294,44 @@ pub fn archived(
     tree: Oid,
     commit: Option<Oid>,
     keep: &dyn Fn(&Path) -> bool,
-) -> Result<Oid, WorkspaceError> {
+    values: Values,
+) -> Result<Archived, WorkspaceError> {
     let root = repo.find_tree(tree)?;
     let rules = ExportRules::of(repo, &root)?;
     if rules.is_empty() {
-        return Ok(tree);
+        return Ok(Archived {
+            tree,
+            from_commit: false,
+        });
     }
     let commit = commit.map(|id| repo.find_commit(id)).transpose()?;
+    let placeholders = match &commit {
+        Some(commit) => Some(Placeholders::of(repo, commit, values)?),
+        None => None,
+    };
     let export = Export {
         repo,
         rules: &rules,
-        commit: commit.as_ref(),
+        placeholders: placeholders.as_ref(),
         keep,
+        from_commit: std::cell::Cell::new(false),
     };
-    match export.tree(&root, Path::new(""), false)? {
-        Some(id) => Ok(id),
-        None => Ok(repo.treebuilder(None)?.write()?),
-    }
+    let tree = match export.tree(&root, Path::new(""), false)? {
+        Some(id) => id,
+        None => repo.treebuilder(None)?.write()?,
+    };
+    Ok(Archived {
+        tree,
+        from_commit: export.from_commit.get(),
+    })
 }
 
 struct Export<'a> {
     repo: &'a Repository,
     rules: &'a ExportRules,
-    commit: Option<&'a Commit<'a>>,
+    placeholders: Option<&'a Placeholders>,
     keep: &'a dyn Fn(&Path) -> bool,
+    from_commit: std::cell::Cell<bool>,
 }
 
 impl Export<'_> {
@@ -253,14 +380,15 @@ impl Export<'_> {
 
     /// The blob `id` with its placeholders expanded, as a new blob when that changed it.
     fn substituted(&self, id: Oid) -> Result<Oid, WorkspaceError> {
-        let Some(commit) = self.commit else {
+        let Some(placeholders) = self.placeholders else {
             return Ok(id);
         };
         let blob = self.repo.find_blob(id)?;
-        let expanded = expand_placeholders(blob.content(), &Placeholders::of(self.repo, commit)?);
+        let expanded = expand_placeholders(blob.content(), placeholders);
         if expanded == blob.content() {
             return Ok(id);
         }
+        self.from_commit.set(true);
         Ok(self.repo.blob(&expanded)?)
     }
 }
@@ -269,28 +397,47 @@ impl Export<'_> {
 /// (the `%h` abbreviations unique in this repository, `%d` from the refs that point at it).
 struct Placeholders {
     values: HashMap<&'static str, String>,
+    /// What a placeholder this does not know becomes: None keeps it as written.
+    unknown: Option<&'static str>,
 }
 
 impl Placeholders {
-    fn of(repo: &Repository, commit: &Commit) -> Result<Placeholders, WorkspaceError> {
+    fn of(
+        repo: &Repository,
+        commit: &Commit,
+        values: Values,
+    ) -> Result<Placeholders, WorkspaceError> {
+        let other = values == Values::Other;
         let short = |id: Oid| -> Result<String, WorkspaceError> {
             let object = repo.find_object(id, None)?;
-            Ok(object.short_id()?.as_str().unwrap_or_default().to_string())
+            let text = object.short_id()?.as_str().unwrap_or_default().to_string();
+            Ok(if other { other_hex(&text) } else { text })
         };
+        let full = |id: Oid| {
+            if other {
+                other_hex(&id.to_string())
+            } else {
+                id.to_string()
+            }
+        };
+        let word = |text: String| if other { format!("other {text}") } else { text };
         let parents: Vec<Oid> = commit.parent_ids().collect();
         let mut values: HashMap<&'static str, String> = HashMap::new();
-        values.insert("H", commit.id().to_string());
+        values.insert("H", full(commit.id()));
         values.insert("h", short(commit.id())?);
-        values.insert("T", commit.tree_id().to_string());
+        values.insert("T", full(commit.tree_id()));
         values.insert("t", short(commit.tree_id())?);
-        let full: Vec<String> = parents.iter().map(Oid::to_string).collect();
-        values.insert("P", full.join(" "));
+        let all: Vec<String> = parents.iter().map(|p| full(*p)).collect();
+        values.insert("P", all.join(" "));
         let abbreviated: Result<Vec<String>, _> = parents.iter().map(|p| short(*p)).collect();
         values.insert("p", abbreviated?.join(" "));
         for (who, signature) in [("a", commit.author()), ("c", commit.committer())] {
-            let name = String::from_utf8_lossy(signature.name_bytes()).into_owned();
-            let email = String::from_utf8_lossy(signature.email_bytes()).into_owned();
-            let time = signature.when();
+            let name = word(String::from_utf8_lossy(signature.name_bytes()).into_owned());
+            let email = word(String::from_utf8_lossy(signature.email_bytes()).into_owned());
+            let when = signature.when();
+            // A day and an hour later: another date, in the same zone.
+            let shift = if other { 90_061 } else { 0 };
+            let time = git2::Time::new(when.seconds() + shift, when.offset_minutes());
             let dates = [
                 ("d", format_git_date(time, DateStyle::Default)),
                 ("D", format_git_date(time, DateStyle::Rfc)),
@@ -307,12 +454,15 @@ impl Placeholders {
                 values.insert(placeholder_key(who, key), value);
             }
         }
-        let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
+        let message = word(String::from_utf8_lossy(commit.message_bytes()).into_owned());
         let (subject, body) = split_message(&message);
         values.insert("s", subject);
         values.insert("b", body);
         values.insert("B", message);
-        let refs = refs_at(repo, commit.id())?;
+        let mut refs = refs_at(repo, commit.id())?;
+        if other {
+            refs.push("agent-git/other".to_string());
+        }
         values.insert("D", refs.join(", "));
         let decorated = if refs.is_empty() {
             String::new()
@@ -320,8 +470,21 @@ impl Placeholders {
             format!(" ({})", refs.join(", "))
         };
         values.insert("d", decorated);
-        Ok(Placeholders { values })
+        Ok(Placeholders {
+            values,
+            unknown: other.then_some("agent-git-other"),
+        })
     }
+}
+
+/// `hex` with every digit another (of the same length).
+fn other_hex(hex: &str) -> String {
+    hex.chars()
+        .map(|c| match c.to_digit(16) {
+            Some(d) => std::char::from_digit((d + 1) % 16, 16).unwrap_or(c),
+            None => c,
+        })
+        .collect()
 }
 
 /// `"a" + "d"` as a `'static` key.
@@ -431,14 +594,25 @@ fn format_one(format: &[u8], values: &Placeholders) -> String {
             Some(one) => (values.values.get(&one.to_string()[..]).cloned(), 1),
             None => (None, 0),
         };
-        match value {
-            Some(value) => {
+        match (value, values.unknown) {
+            (Some(value), _) => {
                 out.push_str(&value);
                 for _ in 0..used {
                     chars.next();
                 }
             }
-            None => out.push('%'),
+            // `%(describe)`, `%ar`, `%G?`, ...: a word, consuming what git would read.
+            (None, Some(word)) if !rest.is_empty() => {
+                out.push_str(word);
+                let used = match rest.find(')').filter(|_| rest.starts_with('(')) {
+                    Some(close) => rest[..=close].chars().count(),
+                    None => rest.chars().next().map_or(0, |_| 1),
+                };
+                for _ in 0..used {
+                    chars.next();
+                }
+            }
+            (None, _) => out.push('%'),
         }
     }
     out
@@ -530,7 +704,17 @@ build export-ignore\n\
 !negated export-ignore\n\
 version.txt export-subst\n\
 kept.secret -export-ignore\n\
-sub/stamp.txt export-subst\n";
+sub/stamp.txt export-subst\n\
+vendor/** export-ignore\n\
+vendor/kept.py -export-ignore   # a comment git drops the whole line for\n\
+late/** latemacro\n\
+[attr]latemacro export-ignore\n\
+cancel/x.py private\n\
+cancel/x.py -private\n\
+\"with space/**\" export-ignore\n\
+\"oct\\040al/**\" export-ignore\n\
+dropped/** export-ignore b@d\n\
+frominfo/** infomacro\n";
         let files_in = [
             (".gitattributes", attributes),
             ("tools/gen.py", "x\n"),
@@ -547,6 +731,13 @@ sub/stamp.txt export-subst\n";
             ("sub/stamp.txt", "$Format:%H$\n"),
             ("sub/local.txt", "gone\n"),
             ("protected/local.txt", "kept by the caller\n"),
+            ("vendor/kept.py", "gone: the line that keeps it is dropped\n"),
+            ("late/a.py", "gone: a macro counts wherever it is defined\n"),
+            ("cancel/x.py", "kept: -private unsets the macro\n"),
+            ("with space/a.txt", "gone\n"),
+            ("oct al/a.txt", "gone\n"),
+            ("dropped/a.txt", "kept: its line is dropped\n"),
+            ("frominfo/a.txt", "gone: a macro of info/attributes\n"),
         ];
         for (path, text) in files_in {
             let full = root.join(path);
@@ -555,6 +746,12 @@ sub/stamp.txt export-subst\n";
         }
         std::fs::write(root.join("protected/.gitattributes"), "* export-ignore\n").unwrap();
         git(root, &["init", "-q", "-b", "main"]);
+        std::fs::create_dir_all(root.join(".git/info")).unwrap();
+        std::fs::write(
+            root.join(".git/info/attributes"),
+            "[attr]infomacro export-ignore\n",
+        )
+        .unwrap();
         git(root, &["add", "-A"]);
         git(
             root,
@@ -572,12 +769,60 @@ sub/stamp.txt export-subst\n";
         git(root, &["tag", "v1"]);
         let repo = Repository::open(root).unwrap();
         let head = repo.head().unwrap().peel_to_commit().unwrap();
-        let exported = archived(&repo, head.tree_id(), Some(head.id()), &|_| false).unwrap();
-        assert_eq!(files(&repo, exported), archive(root));
+        let exported = archived(
+            &repo,
+            head.tree_id(),
+            Some(head.id()),
+            &|_| false,
+            Values::OfCommit,
+        )
+        .unwrap();
+        assert!(exported.from_commit);
+        assert_eq!(files(&repo, exported.tree), archive(root));
+        // Other values: every placeholder writes something else, unknown ones a word.
+        let other = archived(
+            &repo,
+            head.tree_id(),
+            Some(head.id()),
+            &|_| false,
+            Values::Other,
+        )
+        .unwrap();
+        let version = |tree| {
+            files(&repo, tree)
+                .into_iter()
+                .find(|(name, _)| name == "version.txt")
+                .unwrap()
+                .1
+        };
+        let (mine, theirs) = (version(exported.tree), version(other.tree));
+        assert!(
+            theirs.contains("agent-git-other") && !theirs.contains("%q"),
+            "{theirs}"
+        );
+        for (a, b) in mine
+            .split(['|', ' ', '\n'])
+            .zip(theirs.split(['|', ' ', '\n']))
+        {
+            assert!(
+                a != b || a.is_empty() || a == "and" || a == "$no" || a == "end",
+                "{a}"
+            );
+        }
         // What the caller keeps (the protected files) stays, under an ignored folder too.
         let keep = |p: &Path| p.starts_with("protected");
-        let kept = archived(&repo, head.tree_id(), Some(head.id()), &keep).unwrap();
-        let names: Vec<String> = files(&repo, kept).into_iter().map(|(n, _)| n).collect();
+        let kept = archived(
+            &repo,
+            head.tree_id(),
+            Some(head.id()),
+            &keep,
+            Values::OfCommit,
+        )
+        .unwrap();
+        let names: Vec<String> = files(&repo, kept.tree)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
         assert!(
             names.contains(&"protected/local.txt".to_string()),
             "{names:?}"
@@ -607,7 +852,15 @@ sub/stamp.txt export-subst\n";
         );
         let repo = Repository::open(dir.path()).unwrap();
         let head = repo.head().unwrap().peel_to_commit().unwrap();
-        let exported = archived(&repo, head.tree_id(), Some(head.id()), &|_| false).unwrap();
-        assert_eq!(exported, head.tree_id());
+        let exported = archived(
+            &repo,
+            head.tree_id(),
+            Some(head.id()),
+            &|_| false,
+            Values::Other,
+        )
+        .unwrap();
+        assert_eq!(exported.tree, head.tree_id());
+        assert!(!exported.from_commit);
     }
 }
