@@ -343,9 +343,7 @@ fn test_base(
             allow_write: plan.allow_write.clone(),
             allow_read: plan.allow_read.clone(),
             readable: Vec::new(),
-            hidden: config_with_credentials(plan.repo.commondir())
-                .into_iter()
-                .collect(),
+            hidden: config_with_credentials(plan.repo.commondir()),
         },
     )
     .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
@@ -504,7 +502,7 @@ fn work(
             allow_write: plan.allow_write.clone(),
             allow_read: plan.allow_read.clone(),
             readable: vec![workspace.git_dir().to_path_buf()],
-            hidden: workspace.config_with_credentials().into_iter().collect(),
+            hidden: workspace.config_with_credentials(),
         },
     )
     .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;

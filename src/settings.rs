@@ -151,7 +151,9 @@ fn open_committed(text: &[u8]) -> Result<Config, String> {
 /// however it is cased or spaced.
 fn include_section(text: &[u8]) -> Option<String> {
     String::from_utf8_lossy(text).lines().find_map(|line| {
-        let header = line.trim_start().strip_prefix('[')?;
+        // A byte-order mark, which libgit2 skips, is no part of the header either.
+        let line = line.trim_start_matches('\u{feff}').trim_start();
+        let header = line.strip_prefix('[')?;
         let name: String = header
             .trim_start()
             .chars()
@@ -366,6 +368,7 @@ mod tests {
             format!("[agent-git]\n\tmaxTurns = 3\n  [ Include ] path = {outside}\n"),
             format!("[includeIf \"gitdir:/\"]\n\tpath = {outside}\n"),
             "[INCLUDEIF \"onbranch:*\"]\npath = relative\n".to_string(),
+            "\u{feff}[include]\npath = relative\n".to_string(),
             format!("[include.x]\npath = {outside}\n"),
         ] {
             let refused = open_committed(text.as_bytes()).err().unwrap_or_default();

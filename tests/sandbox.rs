@@ -985,6 +985,8 @@ fn home_is_seen_through_what_toolchains_need() {
         (".config/shared/notes.txt", "shared on purpose"),
         (".cargo/bin/tool", "a toolchain's"),
         (".cache/pip/kept.txt", "a cache"),
+        (".local/share/uv/credentials/credentials.toml", secret),
+        (".cargo/config.toml", "[registry]\ntoken = \"secret-of-an-unlisted-tool\"\n"),
         (".gitconfig", "[user]\n\tname = Home User\n[http]\n\textraHeader = Authorization: secret-of-an-unlisted-tool\n[credential]\n\thelper = store\n"),
     ] {
         let full = home.join(path);
@@ -996,8 +998,21 @@ fn home_is_seen_through_what_toolchains_need() {
     let repo = env.repo("calc", &[("calc.py", CALC), ("test_calc.py", TEST_CALC)]);
     let repo_in_home = src.join("calc");
     std::fs::rename(&repo, &repo_in_home).unwrap();
-    let look = "cat ~/.codex/auth.json ~/.s3cfg ~/.config/newtool/token ~/.config/shared/notes.txt \
-        ~/.cargo/bin/tool ~/.cache/pip/kept.txt; echo; git config --global --list; git log --oneline -1";
+    // A token as the user of a remote's URL, as some CI checkouts leave it.
+    env.git(
+        &repo_in_home,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &format!("https://{secret}@example.invalid/o/r.git"),
+        ],
+    );
+    let look =
+        "cat ~/.codex/auth.json ~/.s3cfg ~/.config/newtool/token ~/.config/shared/notes.txt \
+        ~/.cargo/bin/tool ~/.cache/pip/kept.txt ~/.local/share/uv/credentials/credentials.toml \
+        ~/.cargo/config.toml; echo; git config --global --list; git log --oneline -1; \
+        cat \"$(git rev-parse --git-common-dir)/config\"; git remote -v";
     // The tests read the same HOME: they fail if they can read a secret.
     let test_cmd = format!(
         "! grep -rqs {secret} ~/.codex ~/.s3cfg ~/.config && grep -q toolchain ~/.cargo/bin/tool \

@@ -150,9 +150,7 @@ impl<'r> Checker<'r> {
                     allow_write: allow_write.to_vec(),
                     allow_read: allow_read.to_vec(),
                     readable: Vec::new(),
-                    hidden: config_with_credentials(self.repo.commondir())
-                        .into_iter()
-                        .collect(),
+                    hidden: config_with_credentials(self.repo.commondir()),
                 },
             )
             .map_err(|e| format!("cannot set up the sandbox: {e}"))?;

@@ -78,7 +78,7 @@ pub fn run(args: CheckArgs) -> Result<u8, CliError> {
         commit: base.id,
         verdict,
     };
-    print!("{}", describe(&checked));
+    print!("{}", crate::text::for_terminal(&describe(&checked)));
     Ok(match checked.verdict {
         Verdict::Passed { .. } => 0,
         Verdict::Failed(_) => 1,
@@ -124,14 +124,17 @@ fn pre_push(args: CheckArgs) -> u8 {
     let remote = args.args.first().map_or("", String::as_str);
     let checked = check_updates(&repo, remote, &updates, &config);
     for one in &checked {
-        eprint!("{}", describe(one));
+        eprint!("{}", crate::text::for_terminal(&describe(one)));
     }
     let decision = decide(&config, &checked);
     conclude(&repo, &checked, &decision)
 }
 
 fn cannot_work(why: &str, config: Option<&HookConfig>) -> u8 {
-    eprintln!("agent-git: cannot test this push: {why}");
+    eprintln!(
+        "agent-git: cannot test this push: {}",
+        crate::text::for_terminal(why)
+    );
     let strict = config.is_some_and(|c| c.strict && c.mode != HookMode::Warn);
     if strict {
         eprintln!("agent-git: push refused (agent-git.prePush.strict is true).");

@@ -122,13 +122,13 @@ fn eval_error(e: crate::eval::EvalError) -> CliError {
 
 fn run_report(args: ReportArgs) -> Result<u8, CliError> {
     let records = read_all(&args.files).map_err(eval_error)?;
-    print!("{}", table(&records));
+    print!("{}", crate::text::for_terminal(&table(&records)));
     let other = if args.vs.is_empty() {
         None
     } else {
         let other = read_all(&args.vs).map_err(eval_error)?;
         println!();
-        print!("{}", compare(&records, &other));
+        print!("{}", crate::text::for_terminal(&compare(&records, &other)));
         Some(other)
     };
     if let Some(path) = &args.html {
@@ -140,7 +140,7 @@ fn run_report(args: ReportArgs) -> Result<u8, CliError> {
 }
 
 fn run_import(args: ImportArgs) -> Result<u8, CliError> {
-    let progress = &mut |line: &str| eprintln!("agent-git: {line}");
+    let progress = &mut |line: &str| eprintln!("agent-git: {}", crate::text::for_terminal(line));
     let Some(fix) = args.fix else {
         let request = SweBenchRequest {
             instance: args.swe_bench.unwrap_or_default(),
@@ -201,7 +201,7 @@ fn run_suite(args: RunArgs) -> Result<u8, CliError> {
             line.push_str(&format!("; required tests {}", required.word()));
         }
         if bar.is_hidden() {
-            eprintln!("agent-git eval: {line}");
+            eprintln!("agent-git eval: {}", crate::text::for_terminal(&line));
         } else {
             bar.println(line);
         }
@@ -215,7 +215,7 @@ fn run_suite(args: RunArgs) -> Result<u8, CliError> {
         .into_iter()
         .filter(|r| r.model == plan.model && names.contains(&r.task.as_str()))
         .collect();
-    print!("{}", table(&mine));
+    print!("{}", crate::text::for_terminal(&table(&mine)));
     Ok(if interrupt.load(Ordering::SeqCst) {
         130
     } else {

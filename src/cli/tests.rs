@@ -65,13 +65,16 @@ pub fn run(args: TestsArgs) -> Result<u8, CliError> {
     let mut checker = Checker::new(&repo);
     let found = checker
         .dry_run(base.id, flags, args.fresh, &mut |line| {
-            eprintln!("agent-git: {line}")
+            eprintln!("agent-git: {}", crate::text::for_terminal(line))
         })
         .map_err(CliError::Usage)?;
     if args.json {
         println!("{}", found.json);
     } else {
-        print!("{}", describe_dry_run(&found.json));
+        print!(
+            "{}",
+            crate::text::for_terminal(&describe_dry_run(&found.json))
+        );
     }
     Ok(found.verdict.exit_code())
 }

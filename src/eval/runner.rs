@@ -300,7 +300,8 @@ fn wait_for(
     let mut child = cmd
         .spawn()
         .map_err(|e| EvalError::io(Path::new("agent-git"), e))?;
-    let deadline = timeout_secs.map(|s| Instant::now() + Duration::from_secs(s));
+    // An age no clock can reach is no deadline at all.
+    let deadline = timeout_secs.and_then(|s| Instant::now().checked_add(Duration::from_secs(s)));
     let mut ended = Ended::Exited;
     let mut signalled: Option<Instant> = None;
     let group = i32::try_from(child.id())

@@ -102,6 +102,7 @@ pub const HOME_SECRETS: &[&str] = &[
     ".password-store",
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    ".local/share/uv/credentials",
     ".m2/settings.xml",
     ".gradle/gradle.properties",
     ".gem/credentials",
@@ -196,7 +197,17 @@ const MOVED_SECRETS: &[(&str, &str)] = &[
     ("KUBECONFIG", ""),
     ("XDG_CONFIG_HOME", "gh"),
     ("XDG_CONFIG_HOME", "git/credentials"),
+    // Nothing of the config folder is among what toolchains need (HOME_SEEN), wherever the
+    // variable moved it; the global git config is given as a copy.
+    ("XDG_CONFIG_HOME", ""),
+    ("GIT_CONFIG_GLOBAL", ""),
+    ("XDG_DATA_HOME", "uv/credentials"),
+    ("UV_CREDENTIALS_DIR", ""),
 ];
+
+/// Cargo's config files, which may hold a registry token (`[registry] token`): covered when
+/// one does. Relative to CARGO_HOME (by default `~/.cargo`).
+const CARGO_CONFIGS: &[&str] = &["config", "config.toml"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -308,6 +319,8 @@ pub struct Sandbox {
     real_home: Option<PathBuf>,
     /// The copy of the global git config's harmless settings that commands are given.
     git_config: PathBuf,
+    /// What the user let commands read (`--allow-read`): bound back wherever it lies.
+    allow_read: Vec<PathBuf>,
     /// How long confined processes ran, in microseconds: time that is not the harness's own.
     busy_micros: std::sync::atomic::AtomicU64,
 }
@@ -447,6 +460,11 @@ fn secret_paths(real_home: Option<&Path>, moved_from: &[(String, String)]) -> Ve
             .map(|(_, v)| v.as_str());
         // KUBECONFIG may list several files.
         for dir in moved.into_iter().flat_map(|v| v.split(':')) {
+            // A variable that names HOME itself, or a folder above it, moves nothing out.
+            let named = Path::new(dir);
+            if real_home.is_some_and(|home| home.starts_with(named)) || dir == "/dev/null" {
+                continue;
+            }
             if dir.starts_with('/') {
                 // Joined with nothing, a path would end in a slash and name no file.
                 let path = match rel {
@@ -457,6 +475,20 @@ fn secret_paths(real_home: Option<&Path>, moved_from: &[(String, String)]) -> Ve
                     paths.push(path);
                 }
             }
+        }
+    }
+    let cargo_home = moved_from
+        .iter()
+        .find(|(n, _)| n == "CARGO_HOME")
+        .map(|(_, v)| PathBuf::from(v))
+        .or_else(|| real_home.map(|home| home.join(".cargo")));
+    for config in cargo_home
+        .iter()
+        .flat_map(|dir| CARGO_CONFIGS.iter().map(|c| dir.join(c)))
+    {
+        let lower = std::fs::read_to_string(&config).map(|t| t.to_lowercase());
+        if lower.is_ok_and(|t| t.contains("token")) && !paths.contains(&config) {
+            paths.push(config);
         }
     }
     paths
@@ -737,6 +769,7 @@ impl Sandbox {
             hidden: Vec::new(),
             real_home,
             git_config,
+            allow_read: allow_read.clone(),
             busy_micros: std::sync::atomic::AtomicU64::new(0),
         };
         // Neither agent-git's environment nor the user's HOME changes during a run: what to
@@ -878,6 +911,7 @@ impl Sandbox {
         jail.hidden.extend(self.hidden.iter().cloned());
         // git's global config is the copy of its harmless settings.
         jail.keep.push(self.git_config.clone());
+        jail.keep.extend(self.allow_read.iter().cloned());
         jail.env.retain(|(name, _)| name != "GIT_CONFIG_GLOBAL");
         jail.env.push((
             "GIT_CONFIG_GLOBAL".into(),
