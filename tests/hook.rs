@@ -446,3 +446,17 @@ fn install_from_a_linked_worktree_uses_the_common_hooks_directory() {
         hook_script()
     );
 }
+
+/// A remote whose name reads like a flag is a remote: the hook passes git's arguments after
+/// `--`, and a failing push to it is refused like any other.
+#[test]
+fn a_remote_named_like_a_flag_is_checked_like_any_other() {
+    let p = Pushing::new();
+    p.install();
+    let url = p.remote.to_str().unwrap().to_string();
+    p.git(&["remote", "add", "--", "--help", &url]);
+    let out = p.push(&["-q", "--", "--help", "main"]);
+    let said = stderr(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("push refused: the tests fail"), "{said}");
+}
