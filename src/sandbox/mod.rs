@@ -787,9 +787,11 @@ impl Sandbox {
         // such as a venv's python, do not).
         let secrets = secret_paths(sandbox.real_home.as_deref(), &vars);
         let links = link_targets(&secrets);
+        // A HOME of `/` (some containers) is no home to cover around.
         let unseen = sandbox
             .real_home
             .as_deref()
+            .filter(|home| home.parent().is_some())
             .map(|home| home_unseen(home, &home_seen(home, &vars, &allow_read)))
             .unwrap_or_default();
         sandbox.hidden = [hidden, secrets, links, unseen].concat();
