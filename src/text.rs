@@ -52,10 +52,22 @@ fn needs_escape(c: char, keep_lines: bool) -> bool {
     c.is_control() || is_reordering(c)
 }
 
-/// The bidirectional embeddings, overrides and isolates, and the line and paragraph
-/// separators: they change what a line looks like without being seen.
+/// The bidirectional marks, embeddings, overrides and isolates, the line and paragraph
+/// separators, and the invisible ones (zero-width spaces and joiners, word joiners, the
+/// byte-order mark): they change what a line looks like, or hide in it, without being seen.
 fn is_reordering(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}')
+    matches!(
+        c,
+        '\u{061c}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{feff}'
+    )
 }
 
 #[cfg(test)]
@@ -75,6 +87,10 @@ mod tests {
             "\\u{9b}31m \\u{202e}txt.exe"
         );
         assert_eq!(one_line("calc.py ünïcode"), "calc.py ünïcode");
+        assert_eq!(
+            one_line("a\u{200b}b\u{200f}c\u{feff}"),
+            "a\\u{200b}b\\u{200f}c\\u{feff}"
+        );
     }
 
     #[test]
