@@ -580,13 +580,16 @@ fn harmless_git_config(home: Option<&Path>, vars: &[(String, String)]) -> String
                 .collect()
         }
     };
+    // Each file opened once, in git's order (the later wins).
+    let configs: Vec<git2::Config> = files
+        .iter()
+        .filter(|f| f.is_file())
+        .filter_map(|f| git2::Config::open(f).ok())
+        .collect();
     let mut values: Vec<(&str, Vec<String>)> = Vec::new();
     for key in GIT_SETTINGS_SEEN {
         let mut found = Vec::new();
-        for file in files.iter().filter(|f| f.is_file()) {
-            let Ok(config) = git2::Config::open(file) else {
-                continue;
-            };
+        for config in &configs {
             let Ok(entries) = config.multivar(key, None) else {
                 continue;
             };

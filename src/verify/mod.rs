@@ -340,9 +340,20 @@ impl<'a> TreeTester<'a> {
         tree: git2::Oid,
         commit: Option<git2::Oid>,
     ) -> Result<TestResult, VerifyError> {
+        self.test_as_archived(tree, commit, &|t| self.test_archived(t))
+    }
+
+    /// `test` run on the tree an archive of `commit` holds, held to other export-subst
+    /// values where it passed on the commit's.
+    fn test_as_archived(
+        &self,
+        tree: git2::Oid,
+        commit: Option<git2::Oid>,
+        test: &dyn Fn(git2::Oid) -> Result<TestResult, VerifyError>,
+    ) -> Result<TestResult, VerifyError> {
         let archived = self.archived(tree, commit, Values::OfCommit)?;
-        let result = self.test_archived(archived.tree)?;
-        self.held_with_other_values(tree, commit, archived, result, &|t| self.test_archived(t))
+        let result = test(archived.tree)?;
+        self.held_with_other_values(tree, commit, archived, result, test)
     }
 
     /// The tree an archive of `commit` (or of `tree` alone) holds, with the protected files.
@@ -558,8 +569,7 @@ impl<'a> TreeTester<'a> {
         if self.room.borrow().setup_is_from_another(archived.tree) {
             self.room.borrow_mut().clear_setup()?;
         }
-        let result = self.test_archived(archived.tree)?;
-        self.held_with_other_values(tree, commit, archived, result, &|t| self.test_archived(t))
+        self.test_as_archived(tree, commit, &|t| self.test_archived(t))
     }
 
     /// One run of `tree` as anyone would run it (nothing asks for a report file, so there is
@@ -570,10 +580,7 @@ impl<'a> TreeTester<'a> {
         tree: git2::Oid,
         commit: Option<git2::Oid>,
     ) -> Result<TestResult, VerifyError> {
-        let archived = self.archived(tree, commit, Values::OfCommit)?;
-        let result = self.test_archived_as_anyone(archived.tree)?;
-        let as_anyone = |t| self.test_archived_as_anyone(t);
-        self.held_with_other_values(tree, commit, archived, result, &as_anyone)
+        self.test_as_archived(tree, commit, &|t| self.test_archived_as_anyone(t))
     }
 
     fn test_archived_as_anyone(&self, tree: git2::Oid) -> Result<TestResult, VerifyError> {
