@@ -409,3 +409,60 @@ fn a_shared_writable_folder_keeps_a_pass_and_its_confirmation_apart() {
     let json: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
     assert_eq!(json["outcome"], "passed", "{}", run.stderr());
 }
+
+/// Overlays go without syncing the filesystem below them (`volatile`): the end of each test
+/// run and command otherwise waited for every write still pending on that disk. HOME's overlay
+/// is mounted again over the same work dir for each command, which a volatile overlay allows
+/// only once its mark is cleared.
+#[test]
+fn overlays_are_volatile_and_mount_again_over_their_work_dir() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[("calc.py", CALC), ("test_calc.py", UNITTEST_CALC)],
+    );
+    let log = env.path().join("log");
+    std::fs::create_dir(&log).unwrap();
+    let options = |dir: &str, to: &str| {
+        format!(
+            "awk -v d=\"{dir}\" '$5 == d && / - overlay /' /proc/self/mountinfo | head -n 1 \
+             >> {}/{to}",
+            log.display()
+        )
+    };
+    let test = format!("{}; python3 -m unittest -v", options("$PWD", "tree"));
+    let home = |id: &str| {
+        tool(
+            id,
+            "run_command",
+            json!({"command": options("$HOME", "home")}),
+        )
+    };
+    let log_arg = log.display().to_string();
+    let run = env.fix_scripted(
+        &repo,
+        "agent/volatile",
+        json!([
+            calls("Look.", vec![home("h1")]),
+            calls("Again.", vec![home("h2")]),
+            calls("Fix.", vec![fix_add()]),
+            end_turn("Done.")
+        ]),
+        &["--test-cmd", &test, "--allow-write", &log_arg, "--json"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let lines = |name: &str| -> Vec<String> {
+        std::fs::read_to_string(log.join(name))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let (tree, home) = (lines("tree"), lines("home"));
+    // Before any change and after the fix; both commands, the second over the first's work dir.
+    assert_eq!(tree.len(), 2, "{tree:?}");
+    assert_eq!(home.len(), 2, "{home:?}\n{}", run.stderr());
+    for line in tree.iter().chain(&home) {
+        assert!(line.contains("volatile"), "{line}");
+    }
+}
