@@ -47,7 +47,7 @@ pub fn tests_at(
     repo: &Repository,
     commit: Oid,
     settings: &Settings,
-    python: &mut Option<PythonFacts>,
+    python: &mut AskedPython,
 ) -> Result<TestsAt, PrepareError> {
     let plan = plan_at(repo, commit, settings, python)?;
     tests_for_plan(repo, commit, settings, python, plan)
@@ -59,7 +59,7 @@ pub fn tests_for_plan(
     repo: &Repository,
     commit: Oid,
     settings: &Settings,
-    python: &mut Option<PythonFacts>,
+    python: &mut AskedPython,
     plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
     let files = tree_files(repo, commit)?;
@@ -73,7 +73,7 @@ pub fn plan_at(
     repo: &Repository,
     commit: Oid,
     settings: &Settings,
-    python: &mut Option<PythonFacts>,
+    python: &mut AskedPython,
 ) -> Result<TestPlan, PrepareError> {
     let files = tree_files(repo, commit)?;
     let read =
@@ -208,7 +208,7 @@ fn tracked_entry(tree: Option<&git2::Tree>, path: &str) -> bool {
 /// checkout's own virtualenv, whose python3 the tests use.
 fn facts<'p>(
     files: &[String],
-    python: &'p mut Option<PythonFacts>,
+    python: &'p mut AskedPython,
     venv: Option<&std::path::Path>,
 ) -> &'p PythonFacts {
     static NONE: PythonFacts = PythonFacts {
@@ -217,7 +217,7 @@ fn facts<'p>(
         distributions: Vec::new(),
     };
     if files.iter().any(|p| p.ends_with(".py")) {
-        python.get_or_insert_with(|| python_facts(venv))
+        python.facts(venv)
     } else {
         &NONE
     }
@@ -303,7 +303,7 @@ fn readable_paths(paths: &[String]) -> Result<Vec<PathBuf>, PrepareError> {
 
 /// What the `python3` on PATH brings: whether `python3 -m pytest` works, and the names it
 /// imports from outside a project (its standard library and installed packages).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PythonFacts {
     pub pytest: bool,
     pub modules: Vec<String>,
@@ -364,4 +364,121 @@ pub fn python_facts(venv: Option<&std::path::Path>) -> PythonFacts {
         modules: rest.iter().skip(1).map(|l| l.to_string()).collect(),
         distributions,
     }
+}
+
+/// python3's facts, asked at most once. Where they are remembered (`remembering`), the facts
+/// an earlier run found are used at once while python3 is asked again beside the run, which
+/// then holds them to the answer (`confirm`) before anything it did with them counts:
+/// asking costs 0.15-0.35 s (a pyenv shim alone forks some 15 times), which every run would
+/// otherwise wait for before its plan, its work tree and its first test run.
+#[derive(Default)]
+pub struct AskedPython {
+    facts: Option<PythonFacts>,
+    /// The folder of remembered facts; None: python3 is asked, and waited for.
+    remembered_in: Option<PathBuf>,
+    /// The asking, beside, when remembered facts were used: the file they were read from.
+    asking: Option<(PathBuf, std::thread::JoinHandle<PythonFacts>)>,
+}
+
+/// Whether the facts a plan was made with are python3's.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Confirmed {
+    /// They are (or were asked, not remembered).
+    Same,
+    /// python3 answered otherwise: the plan must be made again, with what it answered.
+    Changed,
+}
+
+impl AskedPython {
+    /// Facts remembered in the user's cache (`$XDG_CACHE_HOME/agent-git`, else
+    /// `~/.cache/agent-git`), where there is one.
+    pub fn remembering() -> AskedPython {
+        let cache = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| {
+                std::env::var_os("HOME")
+                    .map(|home| PathBuf::from(home).join(".cache"))
+                    .filter(|p| p.is_absolute())
+            });
+        AskedPython {
+            remembered_in: cache.map(|c| c.join("agent-git")),
+            ..AskedPython::default()
+        }
+    }
+
+    fn facts(&mut self, venv: Option<&std::path::Path>) -> &PythonFacts {
+        if self.facts.is_none() {
+            let file = self
+                .remembered_in
+                .as_ref()
+                .map(|dir| dir.join(facts_file(venv)));
+            let remembered = file.as_deref().and_then(read_facts);
+            self.facts = Some(match (remembered, file) {
+                (Some(facts), Some(file)) => {
+                    let venv = venv.map(std::path::Path::to_path_buf);
+                    let asking = std::thread::spawn(move || python_facts(venv.as_deref()));
+                    self.asking = Some((file, asking));
+                    facts
+                }
+                (_, file) => {
+                    let facts = python_facts(venv);
+                    if let Some(file) = file {
+                        remember(&file, &facts);
+                    }
+                    facts
+                }
+            });
+        }
+        self.facts.get_or_insert_with(PythonFacts::default)
+    }
+
+    /// Waits for python3's answer, where remembered facts were used, and takes it.
+    pub fn confirm(&mut self) -> Confirmed {
+        let Some((file, asking)) = self.asking.take() else {
+            return Confirmed::Same;
+        };
+        let answer = asking.join().unwrap_or_default();
+        if self.facts.as_ref() == Some(&answer) {
+            return Confirmed::Same;
+        }
+        remember(&file, &answer);
+        self.facts = Some(answer);
+        Confirmed::Changed
+    }
+}
+
+/// The file of the facts of the python3 that `venv`, else PATH, leads to (as far as the
+/// environment says which one that is).
+fn facts_file(venv: Option<&std::path::Path>) -> String {
+    use std::hash::Hasher;
+    let mut hasher = siphasher::sip::SipHasher13::new_with_keys(0, 0);
+    hasher.write(format!("{venv:?}").as_bytes());
+    for name in [
+        "PATH",
+        "PYENV_VERSION",
+        "PYENV_ROOT",
+        "CONDA_PREFIX",
+        "UV_PYTHON",
+    ] {
+        hasher.write(format!("{name}={:?}\0", std::env::var_os(name)).as_bytes());
+    }
+    format!("python3-{:016x}.json", hasher.finish())
+}
+
+fn read_facts(file: &std::path::Path) -> Option<PythonFacts> {
+    serde_json::from_slice(&std::fs::read(file).ok()?).ok()
+}
+
+/// Keeps `facts` for the next run: written whole beside, then renamed into place, so that a
+/// run reading them finds all or none. A cache that cannot be written costs only time.
+fn remember(file: &std::path::Path, facts: &PythonFacts) {
+    let Some(dir) = file.parent() else { return };
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        let mut beside = tempfile::NamedTempFile::new_in(dir)?;
+        serde_json::to_writer(&mut beside, facts).map_err(std::io::Error::other)?;
+        beside.persist(file).map_err(|e| e.error)?;
+        Ok(())
+    });
+    let _ = written;
 }

@@ -63,6 +63,35 @@ pub struct RunPlan {
     pub started: std::time::Instant,
     /// The clean room, being reset to the base's tree while the plan is made.
     pub room_ahead: std::cell::Cell<Option<RoomAhead>>,
+    /// python3's facts the plan was made with, and its answer to come where they were
+    /// remembered ones.
+    pub python: crate::prepare::AskedPython,
+    /// The settings the plan was made from: it is made again from them if python3's answer
+    /// differs from what was remembered.
+    pub settings: crate::settings::Settings,
+}
+
+impl RunPlan {
+    /// Holds the plan to python3's answer where it was made from remembered facts: where the
+    /// answer differs, the tests are planned again with it and the base tested again. The
+    /// test plan and the protection count only from here.
+    fn hold_to_python(
+        &mut self,
+        baseline: &mut Option<(TestResult, Duration)>,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), RunError> {
+        if self.python.confirm() == crate::prepare::Confirmed::Same {
+            return Ok(());
+        }
+        let found =
+            crate::prepare::tests_at(&self.repo, self.base.id, &self.settings, &mut self.python)?;
+        self.tested_as = crate::check::identity(&found.plan, &self.settings, self.sandbox);
+        (self.tests, self.protection) = (found.plan, found.protection);
+        (self.allow_write, self.allow_read) = (found.allow_write, found.allow_read);
+        *baseline = None;
+        progress("python3 answered otherwise than it did for an earlier run: the tests are planned again");
+        Ok(())
+    }
 }
 
 pub struct Finished {
@@ -76,6 +105,9 @@ pub struct Finished {
 pub enum RunError {
     #[error(transparent)]
     Setup(#[from] SetupError),
+    /// The tests could not be planned again with what python3 answered.
+    #[error(transparent)]
+    Plan(#[from] crate::prepare::PrepareError),
     /// After the branch exists: the report could not be written.
     #[error("{0}")]
     Harness(String),
@@ -116,11 +148,26 @@ pub fn execute(
                 );
                 return Ok(finished);
             }
-            Before::Failing(result) => baseline = Some(result),
+            Before::Failing(result, processes) => baseline = Some((result, processes)),
             Before::Unknown => {}
         }
     }
-    let (mut workspace, slot) = work_tree(&plan, resuming)?;
+    let (mut workspace, slot) = if plan.only_if_failing && !resuming {
+        // What was learnt of the base without a work tree is all there is to learn.
+        work_tree(&plan.repo, &WorkTreePlan::from(&plan), resuming)?
+    } else {
+        let (checked_out, tested) = work_tree_beside_baseline(&plan, resuming, &interrupt, waiting);
+        baseline = tested;
+        checked_out?
+    };
+    if let Err(e) = plan.hold_to_python(&mut baseline, progress) {
+        // Nothing of a run whose plan does not hold is left, but the branch it resumed.
+        let _ = match resuming {
+            true => pool::finish(workspace, slot),
+            false => pool::discard(workspace, slot),
+        };
+        return Err(e);
+    }
     workspace.max_file_size = plan.max_file_size;
     progress(&format!(
         "run {} on branch {} (work tree {})",
@@ -166,13 +213,71 @@ pub fn execute(
     finished.map(with_timing)
 }
 
-/// The run's work tree: a pooled one, unless it is to be kept after the run.
-fn work_tree(plan: &RunPlan, resuming: bool) -> Result<(Workspace, Option<Slot>), SetupError> {
-    let (repo, base, branch, id) = (&plan.repo, plan.base.id, &plan.branch, &plan.run_id);
+/// The run's work tree in `repo` (the plan's, or another handle on it): a pooled one, unless
+/// it is to be kept after the run.
+fn work_tree(repo: &Repository, plan: &WorkTreePlan, resuming: bool) -> WorkTree {
+    let (base, branch, id) = (plan.base, &plan.branch, &plan.run_id);
     Ok(match (plan.keep_worktree, resuming) {
         (false, _) => Workspace::take(repo, base, branch, id, !resuming)?,
         (true, true) => (Workspace::resume(repo, base, branch, id)?, None),
         (true, false) => (Workspace::create(repo, base, branch, id)?, None),
+    })
+}
+
+/// What the run's work tree is made from: all a thread of its own needs of the plan.
+struct WorkTreePlan {
+    base: git2::Oid,
+    branch: String,
+    run_id: String,
+    keep_worktree: bool,
+}
+
+impl From<&RunPlan> for WorkTreePlan {
+    fn from(plan: &RunPlan) -> Self {
+        WorkTreePlan {
+            base: plan.base.id,
+            branch: plan.branch.clone(),
+            run_id: plan.run_id.clone(),
+            keep_worktree: plan.keep_worktree,
+        }
+    }
+}
+
+/// The run's work tree and the slot it took, or why there is none.
+type WorkTree = Result<(Workspace, Option<Slot>), SetupError>;
+
+/// The work tree, checked out in a thread while the base's tree is tested in a clean room
+/// of its own, which needs no work tree: the run's first request waits for the slower of the
+/// two, not for both. The test's result and the time its processes took come back where it
+/// could run; where it could not, the verifier tests the base itself, as it always did, and
+/// says why it cannot.
+fn work_tree_beside_baseline(
+    plan: &RunPlan,
+    resuming: bool,
+    interrupt: &AtomicBool,
+    waiting: Waiting,
+) -> (WorkTree, Option<(TestResult, Duration)>) {
+    let git_dir = plan.repo.path().to_path_buf();
+    let made_of = WorkTreePlan::from(plan);
+    let tree = plan.repo.find_commit(plan.base.id).map(|c| c.tree_id());
+    std::thread::scope(|scope| {
+        let checkout = scope.spawn(move || {
+            let repo = Repository::open(&git_dir)?;
+            work_tree(&repo, &made_of, resuming)
+        });
+        // A run cut short by Ctrl-C says nothing of the base: the verifier's own stops as soon.
+        let tested = tree
+            .ok()
+            .and_then(|tree| test_base(plan, tree, interrupt, waiting).ok())
+            .filter(|(result, _, _)| !result.interrupted)
+            .map(|(result, _, processes)| (result, processes));
+        let checked_out = checkout.join().unwrap_or_else(|_| {
+            Err(SetupError::Io(
+                plan.repo.path().to_path_buf(),
+                std::io::Error::other("the work tree's checkout stopped midway"),
+            ))
+        });
+        (checked_out, tested)
     })
 }
 
@@ -244,8 +349,9 @@ fn finish_without_branch(
 enum Before {
     /// The tests pass, or cannot run: the whole answer, and the time its test run took.
     Answered(Finished, Duration),
-    /// They fail: the run goes on, and this is its result before any change.
-    Failing(TestResult),
+    /// They fail: the run goes on, and this is its result before any change, and the time
+    /// its test run took.
+    Failing(TestResult, Duration),
     /// The tests could not be set up here: the run finds out as it always did.
     Unknown,
 }
@@ -297,7 +403,7 @@ fn answer_before_checkout(
             }
             Outcome::AlreadyPassing
         }
-        None => return Before::Failing(result),
+        None => return Before::Failing(result, processes),
     };
     let run = RunResult::before_the_model(outcome, result);
     let finished = answer_without_branch(plan, &run, &sandbox);
@@ -364,6 +470,7 @@ fn test_base(
     let result = tester
         .test(tree, Some(plan.base.id))
         .map_err(|e| format!("the tests could not run: {e}"))?;
+    plan.room_ahead.set(Some(RoomAhead::handed_on(tester)));
     Ok((result, sandbox.describe(), sandbox.busy()))
 }
 
@@ -449,7 +556,7 @@ const REPORT_GRACE: Duration = Duration::from_secs(3);
 fn run_in(
     plan: &mut RunPlan,
     workspace: &Workspace,
-    baseline: Option<TestResult>,
+    baseline: Option<(TestResult, Duration)>,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
@@ -483,7 +590,7 @@ fn run_in(
 fn work(
     plan: &mut RunPlan,
     workspace: &Workspace,
-    baseline: Option<TestResult>,
+    baseline: Option<(TestResult, Duration)>,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
@@ -523,8 +630,10 @@ fn work(
     };
     let verifier = Verifier::new(workspace, setup, unreadable, plan.room_ahead.take())
         .map_err(|e| harness(&format!("cannot set up the clean room: {e}")))?;
-    if let Some(result) = baseline {
+    let mut before = Duration::ZERO;
+    if let Some((result, processes)) = baseline {
         verifier.adopt_baseline(result);
+        before = processes;
     }
     let registry = Registry::builtin();
     let tools = registry.specs();
@@ -550,7 +659,7 @@ fn work(
         resume: plan.resume.take(),
     };
     let mut result = runtime.block_on(agent.run(&plan.task, &tools));
-    result.process_time = sandbox.busy();
+    result.process_time = sandbox.busy() + before;
     let not_run = verifier.python_files_not_run(&plan.tests.facts.python_test_files);
     if !not_run.is_empty() {
         let note = format!(

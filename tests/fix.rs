@@ -314,6 +314,28 @@ fn json_output_has_the_documented_shape() {
     );
 }
 
+/// The test run before any change goes beside the work tree's checkout, in a sandbox of its
+/// own: its time is the processes' time all the same.
+#[test]
+fn the_test_run_before_any_change_counts_in_the_processes_time() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[("calc.py", CALC), ("test_calc.py", UNITTEST_CALC)],
+    );
+    let run = env.fix_scripted(
+        &repo,
+        "agent/timed",
+        json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+        &["--test-cmd", "sleep 0.6; python3 -m unittest -v", "--json"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let v: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
+    // Two test runs of 0.6 s at least: the one before any change and the one after the fix.
+    let processes = v["timing"]["processes_secs"].as_f64().unwrap();
+    assert!(processes >= 1.2, "{}", v["timing"]);
+}
+
 #[test]
 fn bad_tool_calls_are_errors_for_the_model_and_the_run_goes_on() {
     let env = TestEnv::new();

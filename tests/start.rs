@@ -250,3 +250,52 @@ fn the_repositorys_commit_hooks_see_agent_commits() {
         .message(&repo, "agent/unhooked")
         .contains("commit hooks skipped (--no-verify): pre-commit and commit-msg"));
 }
+
+/// What python3 has (pytest, its modules) is remembered from an earlier run and used at once,
+/// while python3 is asked again beside the run: where its answer differs from what was
+/// remembered, the answer decides the plan and the base is tested again with it.
+#[test]
+fn remembered_python_facts_give_way_to_what_python3_answers() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let fix = || json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
+    let first = env.fix_scripted(&repo, "agent/first", fix(), &["--json"]);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let report =
+        |run: &Run| -> serde_json::Value { serde_json::from_str(stdout(&run.out).trim()).unwrap() };
+    let command = report(&first)["tests"]["command"].clone();
+
+    let cache = env.path().join("home/.cache/agent-git");
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let answer = std::fs::read_to_string(&files[0]).unwrap();
+    let mut remembered: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    // Remembered wrong: pytest there when it is not, or gone when it is there.
+    let had_pytest = remembered["pytest"].as_bool().unwrap();
+    remembered["pytest"] = json!(!had_pytest);
+    std::fs::write(&files[0], remembered.to_string()).unwrap();
+
+    let second = env.fix_scripted(&repo, "agent/second", fix(), &["--json"]);
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    assert!(
+        second.stderr().contains("python3 answered otherwise"),
+        "{}",
+        second.stderr()
+    );
+    let v = report(&second);
+    assert_eq!(v["outcome"], "passed", "{v}");
+    assert_eq!(v["tests"]["command"], command, "{v}");
+    // The answer is what is remembered now.
+    let now: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(now["pytest"], json!(had_pytest));
+
+    // Remembered right, the plan is made at once, and nothing is said.
+    let third = env.fix_scripted(&repo, "agent/third", fix(), &["--json"]);
+    assert_eq!(third.code(), 0, "{}", third.stderr());
+    assert!(!third.stderr().contains("answered otherwise"));
+    assert_eq!(report(&third)["tests"]["command"], command);
+}

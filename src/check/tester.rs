@@ -2,7 +2,7 @@
 //! use; a pass is kept in git by tree, so the same tree is never tested twice.
 
 use super::Verdict;
-use crate::prepare::{plan_at, settings_at, tests_with_plan, PythonFacts, TestsAt};
+use crate::prepare::{plan_at, settings_at, tests_with_plan, AskedPython, TestsAt};
 use crate::sandbox::{Limits, Mode, Sandbox};
 use crate::settings::{Layer, Settings};
 use crate::testrun::{TestPlan, TestResult};
@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 
 pub struct Checker<'r> {
     pub(super) repo: &'r Repository,
-    pub(super) python: Option<PythonFacts>,
+    pub(super) python: AskedPython,
     /// Started at the first tree that must be tested, with the directory its probe runs in.
     sandbox: Option<(Sandbox, tempfile::TempDir)>,
     /// Never set: a Ctrl-C during a push ends the hook, and the sandbox with it.
@@ -28,7 +28,7 @@ impl<'r> Checker<'r> {
     pub fn new(repo: &'r Repository) -> Self {
         Checker {
             repo,
-            python: None,
+            python: AskedPython::default(),
             sandbox: None,
             interrupt: AtomicBool::new(false),
             seen: HashMap::new(),

@@ -4,7 +4,9 @@ use super::CliError;
 use crate::agent::{Budget, SYSTEM_PROMPT};
 use crate::brief::{Brief, Instructions, DEFAULT_MAP_TOKENS};
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
-use crate::prepare::{plan_at, settings_at, tests_at, tests_for_plan, PrepareError, TestsAt};
+use crate::prepare::{
+    plan_at, settings_at, tests_at, tests_for_plan, AskedPython, Confirmed, PrepareError, TestsAt,
+};
 use crate::run::{execute, RunPlan};
 use crate::settings::{parse_dollars, Layer, Settings};
 use crate::text::for_terminal;
@@ -293,10 +295,22 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         SandboxFlag::On => crate::sandbox::Mode::On,
         SandboxFlag::Off => crate::sandbox::Mode::Off,
     };
+    // python3 is asked beside the run where an earlier run's answer is remembered; the run
+    // holds its plan to the answer before the plan counts (`RunPlan::hold_to_python`).
+    let mut python = AskedPython::remembering();
     let (tests_at, tested_as, passed_before) = if earlier.is_none() && args.if_failing {
         tests_unless_passed(&repo, base.id, &settings, sandbox)?
     } else {
-        let tests_at = tests_at(&repo, base.id, &settings, &mut None).map_err(prepare_error)?;
+        let tests_at = match tests_at(&repo, base.id, &settings, &mut python) {
+            Ok(found) => found,
+            // Remembered facts may not stop a run: only python3's answer can.
+            Err(e) => match python.confirm() {
+                Confirmed::Same => return Err(prepare_error(e)),
+                Confirmed::Changed => {
+                    tests_at(&repo, base.id, &settings, &mut python).map_err(prepare_error)?
+                }
+            },
+        };
         let tested_as = crate::check::identity(&tests_at.plan, &settings, sandbox);
         (tests_at, tested_as, None)
     };
@@ -377,6 +391,8 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         max_file_size: settings.max_file_size,
         started,
         room_ahead: std::cell::Cell::new(room_ahead),
+        python,
+        settings,
     })
 }
 
@@ -389,7 +405,7 @@ fn tests_unless_passed(
     settings: &Settings,
     sandbox: crate::sandbox::Mode,
 ) -> Result<(TestsAt, String, Option<String>), CliError> {
-    let mut python = None;
+    let mut python = AskedPython::default();
     let plan = plan_at(repo, base, settings, &mut python).map_err(prepare_error)?;
     let tested_as = crate::check::identity(&plan, settings, sandbox);
     let tree = repo.find_commit(base).map_err(SetupError::from)?.tree_id();

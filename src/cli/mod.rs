@@ -149,6 +149,7 @@ impl From<crate::run::RunError> for CliError {
     fn from(e: crate::run::RunError) -> Self {
         match e {
             crate::run::RunError::Setup(e) => CliError::Usage(e.to_string()),
+            crate::run::RunError::Plan(e) => CliError::Usage(e.to_string()),
             crate::run::RunError::Harness(e) => CliError::Harness(e),
         }
     }

@@ -57,30 +57,55 @@ enum Report {
 /// checkout is as long as the work tree's.
 /// Dropped unused (planning failed), it waits for the thread, and the room keeps no state: a
 /// plan that fails writes nothing in the repository, the room's record included.
-pub struct RoomAhead(Option<std::thread::JoinHandle<Result<CleanRoom, WorkspaceError>>>);
+pub struct RoomAhead(Option<Ahead>);
+
+enum Ahead {
+    Making(std::thread::JoinHandle<Result<CleanRoom, WorkspaceError>>),
+    /// A room a tester is done with, which knows what it holds, and whether that tester's
+    /// last run saw it through an overlay of its own.
+    Ready(Box<CleanRoom>, bool),
+}
 
 impl RoomAhead {
     /// Starts taking the room of the repository whose objects are in `objects`, and resetting
     /// it to `tree`.
     pub fn start(objects: PathBuf, user_workdir: Option<PathBuf>, tree: git2::Oid) -> RoomAhead {
-        RoomAhead(Some(std::thread::spawn(move || {
+        RoomAhead(Some(Ahead::Making(std::thread::spawn(move || {
             let mut room = CleanRoom::open(&objects, user_workdir.as_deref())?;
             room.reset_ahead(tree)?;
             Ok(room)
-        })))
+        }))))
     }
 
-    fn join(mut self) -> Result<CleanRoom, VerifyError> {
+    /// The room `tester` tested in, for the next tester of the same repository: it goes on
+    /// from what it knows it holds, instead of being kept and opened again (which checks
+    /// every file of it).
+    pub fn handed_on(tester: TreeTester) -> RoomAhead {
+        let overlay_held = tester.overlay_held.get();
+        RoomAhead(Some(Ahead::Ready(
+            Box::new(tester.room.into_inner()),
+            overlay_held,
+        )))
+    }
+
+    /// The room, and whether the last run in it saw it through an overlay of its own.
+    fn join(mut self) -> Result<(CleanRoom, bool), VerifyError> {
         let stopped = || WorkspaceError::Unsafe("the clean room's set-up stopped midway".into());
-        let thread = self.0.take().ok_or_else(stopped)?;
-        Ok(thread.join().map_err(|_| stopped())??)
+        match self.0.take().ok_or_else(stopped)? {
+            Ahead::Making(thread) => Ok((thread.join().map_err(|_| stopped())??, false)),
+            Ahead::Ready(room, overlay_held) => Ok((*room, overlay_held)),
+        }
     }
 }
 
 impl Drop for RoomAhead {
     fn drop(&mut self) {
-        if let Some(Ok(Ok(mut room))) = self.0.take().map(|t| t.join()) {
-            room.keep_nothing();
+        // A room reset ahead for a test that never came keeps no state; one a tester is
+        // done with is kept as its drop keeps it.
+        if let Some(Ahead::Making(thread)) = self.0.take() {
+            if let Ok(Ok(mut room)) = thread.join() {
+                room.keep_nothing();
+            }
         }
     }
 }
@@ -288,9 +313,9 @@ impl<'a> TreeTester<'a> {
             user_workdir,
             private_files,
         } = unreadable;
-        let room = match ahead {
+        let (room, overlay_held) = match ahead {
             Some(ahead) => ahead.join()?,
-            None => CleanRoom::open(objects, user_workdir)?,
+            None => (CleanRoom::open(objects, user_workdir)?, false),
         };
         let runner_script = room.root().join("agent_git_runner.py");
         crate::workspace::write_new(&runner_script, BUILTIN_PYTHON_RUNNER.as_bytes())?;
@@ -325,7 +350,7 @@ impl<'a> TreeTester<'a> {
             hidden,
             shown,
             protected_memo: RefCell::new(ProtectedMemo::default()),
-            overlay_held: std::cell::Cell::new(false),
+            overlay_held: std::cell::Cell::new(overlay_held),
         })
     }
 
