@@ -73,24 +73,22 @@ pub struct RunPlan {
 
 impl RunPlan {
     /// Holds the plan to python3's answer where it was made from remembered facts: where the
-    /// answer differs, the tests are planned again with it and the base tested again. The
-    /// test plan and the protection count only from here.
-    fn hold_to_python(
-        &mut self,
-        baseline: &mut Option<(TestResult, Duration)>,
-        progress: &mut dyn FnMut(&str),
-    ) -> Result<(), RunError> {
+    /// answer differs, the tests are planned again with it (and the base must be tested again
+    /// with them). The test plan and the protection count only from here. Whether they were
+    /// planned again.
+    fn hold_to_python(&mut self, progress: &mut dyn FnMut(&str)) -> Result<bool, RunError> {
         if self.python.confirm() == crate::prepare::Confirmed::Same {
-            return Ok(());
+            return Ok(false);
         }
         let found =
             crate::prepare::tests_at(&self.repo, self.base.id, &self.settings, &mut self.python)?;
         self.tested_as = crate::check::identity(&found.plan, &self.settings, self.sandbox);
         (self.tests, self.protection) = (found.plan, found.protection);
         (self.allow_write, self.allow_read) = (found.allow_write, found.allow_read);
-        *baseline = None;
-        progress("python3 answered otherwise than it did for an earlier run: the tests are planned again");
-        Ok(())
+        progress(
+            "python3 answered otherwise than it did for an earlier run: the tests are planned again",
+        );
+        Ok(true)
     }
 }
 
@@ -154,30 +152,20 @@ pub fn execute(
     }
     let (mut workspace, slot) = if plan.only_if_failing && !resuming {
         // What was learnt of the base without a work tree is all there is to learn.
-        work_tree(&plan.repo, &WorkTreePlan::from(&plan), resuming)?
+        let checked_out = work_tree(&plan.repo, &WorkTreePlan::from(&plan), resuming);
+        let (workspace, slot, replanned) =
+            confirm_start(&mut plan, checked_out, resuming, progress)?;
+        if replanned {
+            baseline = None;
+        }
+        (workspace, slot)
     } else {
-        let (checked_out, tested) = work_tree_beside_baseline(&plan, resuming, &interrupt, waiting);
+        let (workspace, slot, tested) =
+            beside_baseline(&mut plan, resuming, &interrupt, progress, waiting)?;
         baseline = tested;
-        checked_out?
+        (workspace, slot)
     };
-    if let Err(e) = plan.hold_to_python(&mut baseline, progress) {
-        // Nothing of a run whose plan does not hold is left, but the branch it resumed.
-        let _ = match resuming {
-            true => pool::finish(workspace, slot),
-            false => pool::discard(workspace, slot),
-        };
-        return Err(e);
-    }
     workspace.max_file_size = plan.max_file_size;
-    progress(&format!(
-        "run {} on branch {} (work tree {})",
-        plan.run_id,
-        plan.branch,
-        workspace.path().display()
-    ));
-    if !plan.only_if_failing || resuming {
-        progress(&format!("tests: {}", plan.tests.describe()));
-    }
     let ran = run_in(
         &mut plan, &workspace, baseline, &interrupt, progress, waiting, &runtime,
     );
@@ -243,42 +231,181 @@ impl From<&RunPlan> for WorkTreePlan {
     }
 }
 
+/// The base's test result, taken before the verifier existed, and the time its processes took.
+type Baseline = (TestResult, Duration);
+
 /// The run's work tree and the slot it took, or why there is none.
 type WorkTree = Result<(Workspace, Option<Slot>), SetupError>;
 
-/// The work tree, checked out in a thread while the base's tree is tested in a clean room
-/// of its own, which needs no work tree: the run's first request waits for the slower of the
-/// two, not for both. The test's result and the time its processes took come back where it
-/// could run; where it could not, the verifier tests the base itself, as it always did, and
-/// says why it cannot.
-fn work_tree_beside_baseline(
-    plan: &RunPlan,
+/// The plan held to python3's answer (`RunPlan::hold_to_python`) once the work tree is
+/// there, and the run's start said. Where the plan does not hold, nothing of the run is left
+/// but the branch it resumed. Whether the tests were planned again.
+fn confirm_start(
+    plan: &mut RunPlan,
+    checked_out: WorkTree,
+    resuming: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Workspace, Option<Slot>, bool), RunError> {
+    let (workspace, slot) = checked_out?;
+    let replanned = match plan.hold_to_python(progress) {
+        Ok(replanned) => replanned,
+        Err(e) => {
+            let _ = match resuming {
+                true => pool::finish(workspace, slot),
+                false => pool::discard(workspace, slot),
+            };
+            return Err(e);
+        }
+    };
+    progress(&format!(
+        "run {} on branch {} (work tree {})",
+        plan.run_id,
+        plan.branch,
+        workspace.path().display()
+    ));
+    if !plan.only_if_failing || resuming {
+        progress(&format!("tests: {}", plan.tests.describe()));
+    }
+    Ok((workspace, slot, replanned))
+}
+
+/// The work tree checked out while the base's tree is tested in a thread, in a clean room
+/// and a sandbox of its own, which need no work tree: the first request waits for the slower
+/// of the two, not for both. The start is said as soon as the work tree is there; the test's
+/// running lines are shown as the run's own, and Ctrl-C stops it as it stops the run. Its
+/// result, and the time its processes took, come back where it ran to its end with the plan
+/// that holds; otherwise the verifier tests the base itself, as it always did.
+fn beside_baseline(
+    plan: &mut RunPlan,
     resuming: bool,
     interrupt: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
     waiting: Waiting,
-) -> (WorkTree, Option<(TestResult, Duration)>) {
-    let git_dir = plan.repo.path().to_path_buf();
-    let made_of = WorkTreePlan::from(plan);
-    let tree = plan.repo.find_commit(plan.base.id).map(|c| c.tree_id());
+) -> Result<(Workspace, Option<Slot>, Option<Baseline>), RunError> {
+    let base_test = BaseTest::of(plan);
+    let stop = AtomicBool::new(false);
+    let (tell, told) = std::sync::mpsc::channel::<(String, Duration)>();
     std::thread::scope(|scope| {
-        let checkout = scope.spawn(move || {
-            let repo = Repository::open(&git_dir)?;
-            work_tree(&repo, &made_of, resuming)
+        let stop = &stop;
+        let testing = base_test.map(|test| {
+            scope.spawn(move || {
+                let waiting = |label: &str, elapsed: Duration| {
+                    let _ = tell.send((label.to_string(), elapsed));
+                };
+                test.run(stop, &waiting)
+            })
         });
-        // A run cut short by Ctrl-C says nothing of the base: the verifier's own stops as soon.
-        let tested = tree
-            .ok()
-            .and_then(|tree| test_base(plan, tree, interrupt, waiting).ok())
-            .filter(|(result, _, _)| !result.interrupted)
-            .map(|(result, _, processes)| (result, processes));
-        let checked_out = checkout.join().unwrap_or_else(|_| {
-            Err(SetupError::Io(
-                plan.repo.path().to_path_buf(),
-                std::io::Error::other("the work tree's checkout stopped midway"),
-            ))
+        let checked_out = work_tree(&plan.repo, &WorkTreePlan::from(&*plan), resuming);
+        let started = confirm_start(plan, checked_out, resuming, progress);
+        let Some(testing) = testing else {
+            return started.map(|(workspace, slot, _)| (workspace, slot, None));
+        };
+        // A test of a plan that does not hold, or of a run that will not go on, says nothing.
+        if !matches!(started, Ok((_, _, false))) {
+            stop.store(true, Ordering::SeqCst);
+        }
+        loop {
+            if interrupt.load(Ordering::SeqCst) {
+                stop.store(true, Ordering::SeqCst);
+            }
+            match told.recv_timeout(Duration::from_millis(50)) {
+                Ok((label, elapsed)) => waiting(&label, elapsed),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                // The thread is done: it let go of its end.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        let tested = testing.join().ok().and_then(Result::ok);
+        let tested = tested.and_then(|(result, _, processes, room)| {
+            plan.room_ahead.set(Some(room));
+            (!result.interrupted && !stop.load(Ordering::SeqCst)).then_some((result, processes))
         });
-        (checked_out, tested)
+        let (workspace, slot, _) = started?;
+        Ok((workspace, slot, tested))
     })
+}
+
+/// What testing the base's tree needs of the plan, its own, for a thread of its own.
+struct BaseTest {
+    mode: Mode,
+    allow_write: Vec<PathBuf>,
+    allow_read: Vec<PathBuf>,
+    common_dir: PathBuf,
+    user_workdir: Option<PathBuf>,
+    private_files: Vec<PathBuf>,
+    protection: Protection,
+    tests: TestPlan,
+    room: Option<RoomAhead>,
+    tree: git2::Oid,
+    commit: git2::Oid,
+}
+
+impl BaseTest {
+    /// None where the base's tree cannot be found.
+    fn of(plan: &RunPlan) -> Option<BaseTest> {
+        let tree = plan.repo.find_commit(plan.base.id).ok()?.tree_id();
+        Some(BaseTest {
+            mode: plan.sandbox,
+            allow_write: plan.allow_write.clone(),
+            allow_read: plan.allow_read.clone(),
+            common_dir: plan.repo.commondir().to_path_buf(),
+            user_workdir: plan.repo.workdir().map(std::path::Path::to_path_buf),
+            private_files: plan.private_files.clone(),
+            protection: plan.protection.clone(),
+            tests: plan.tests.clone(),
+            room: plan.room_ahead.take(),
+            tree,
+            commit: plan.base.id,
+        })
+    }
+
+    /// One test run of the base's tree in a clean room of its own, with no work tree
+    /// anywhere: the result, the sandbox as the report names it, the time the tests took, and
+    /// the room for the next tester.
+    fn run(
+        mut self,
+        interrupt: &AtomicBool,
+        waiting: Waiting,
+    ) -> Result<(TestResult, String, Duration, RoomAhead), String> {
+        let helper = std::env::current_exe()
+            .map_err(|e| format!("cannot find agent-git's own binary: {e}"))?;
+        let work = tempfile::Builder::new()
+            .prefix("agent-git-check-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+        let sandbox = Sandbox::start(
+            self.mode,
+            helper,
+            work.path(),
+            Limits::default(),
+            Reach {
+                allow_write: self.allow_write.clone(),
+                allow_read: self.allow_read.clone(),
+                readable: Vec::new(),
+                hidden: config_with_credentials(&self.common_dir),
+            },
+        )
+        .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
+        let setup = TestSetup {
+            protection: &self.protection,
+            plan: &self.tests,
+            sandbox: &sandbox,
+            interrupt,
+            waiting,
+        };
+        let unreadable = Unreadable {
+            user_workdir: self.user_workdir.as_deref(),
+            private_files: &self.private_files,
+        };
+        let objects = self.common_dir.join("objects");
+        let tester = TreeTester::new(&objects, None, setup, unreadable, self.room.take())
+            .map_err(|e| format!("cannot set up the clean room: {e}"))?;
+        let result = tester
+            .test(self.tree, Some(self.commit))
+            .map_err(|e| format!("the tests could not run: {e}"))?;
+        let room = RoomAhead::handed_on(tester);
+        Ok((result, sandbox.describe(), sandbox.busy(), room))
+    }
 }
 
 /// Where a run's time went, in `--json`: the model, the confined processes (tests, setup,
@@ -373,7 +500,7 @@ fn answer_before_checkout(
         progress("this tree passed before with the same test set-up; nothing runs");
         return Before::Answered(passed_before(plan, summary), Duration::ZERO);
     }
-    let (result, sandbox, processes) = match test_base(plan, tree, interrupt, waiting) {
+    let (result, sandbox, processes) = match test_base(plan, interrupt, waiting) {
         Ok(tested) => tested,
         Err(why) => {
             progress(&why);
@@ -426,52 +553,16 @@ fn passed_before(plan: &RunPlan, summary: &str) -> Finished {
     finished
 }
 
-/// One test run of the base's tree in a clean room of its own, with no work tree anywhere:
-/// the result, the sandbox as the report names it, and the time the tests took.
+/// `BaseTest::run` for the plan, whose room it takes and gives back.
 fn test_base(
     plan: &RunPlan,
-    tree: git2::Oid,
     interrupt: &AtomicBool,
     waiting: Waiting,
 ) -> Result<(TestResult, String, Duration), String> {
-    let helper =
-        std::env::current_exe().map_err(|e| format!("cannot find agent-git's own binary: {e}"))?;
-    let work = tempfile::Builder::new()
-        .prefix("agent-git-check-")
-        .tempdir()
-        .map_err(|e| format!("cannot make a temp dir: {e}"))?;
-    let sandbox = Sandbox::start(
-        plan.sandbox,
-        helper,
-        work.path(),
-        Limits::default(),
-        Reach {
-            allow_write: plan.allow_write.clone(),
-            allow_read: plan.allow_read.clone(),
-            readable: Vec::new(),
-            hidden: config_with_credentials(plan.repo.commondir()),
-        },
-    )
-    .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
-    let setup = TestSetup {
-        protection: &plan.protection,
-        plan: &plan.tests,
-        sandbox: &sandbox,
-        interrupt,
-        waiting,
-    };
-    let unreadable = Unreadable {
-        user_workdir: plan.repo.workdir(),
-        private_files: &plan.private_files,
-    };
-    let objects = plan.repo.commondir().join("objects");
-    let tester = TreeTester::new(&objects, None, setup, unreadable, plan.room_ahead.take())
-        .map_err(|e| format!("cannot set up the clean room: {e}"))?;
-    let result = tester
-        .test(tree, Some(plan.base.id))
-        .map_err(|e| format!("the tests could not run: {e}"))?;
-    plan.room_ahead.set(Some(RoomAhead::handed_on(tester)));
-    Ok((result, sandbox.describe(), sandbox.busy()))
+    let test = BaseTest::of(plan).ok_or("the base's tree cannot be found")?;
+    let (result, sandbox, processes, room) = test.run(interrupt, waiting)?;
+    plan.room_ahead.set(Some(room));
+    Ok((result, sandbox, processes))
 }
 
 /// The report of a run that asked nothing of the model and keeps no branch.
@@ -556,7 +647,7 @@ const REPORT_GRACE: Duration = Duration::from_secs(3);
 fn run_in(
     plan: &mut RunPlan,
     workspace: &Workspace,
-    baseline: Option<(TestResult, Duration)>,
+    baseline: Option<Baseline>,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
@@ -590,7 +681,7 @@ fn run_in(
 fn work(
     plan: &mut RunPlan,
     workspace: &Workspace,
-    baseline: Option<(TestResult, Duration)>,
+    baseline: Option<Baseline>,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
