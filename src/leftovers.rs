@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 /// The name of the lease file inside a run's own temp dir.
 pub const LEASE: &str = "agent-git.lease";
 
-/// The prefixes of the temp dirs runs make: the model's private HOME and TMPDIR, and the
-/// clean room.
-pub const TEMP_PREFIXES: &[&str] = &["agent-git-sandbox-", "agent-git-clean-"];
+/// The prefixes of the temp dirs runs make: the model's private HOME and TMPDIR, the clean
+/// room, and the folder the base's test sandbox starts from.
+pub const TEMP_PREFIXES: &[&str] = &["agent-git-sandbox-", "agent-git-clean-", "agent-git-check-"];
 
 /// What a sweep removed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

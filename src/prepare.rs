@@ -346,8 +346,12 @@ pub fn python_facts(venv: Option<&std::path::Path>) -> PythonFacts {
     let Ok(empty) = tempfile::tempdir() else {
         return PythonFacts::default();
     };
+    use std::os::unix::process::CommandExt;
     let out = std::process::Command::new(python)
         .args(["-I", "-c", PYTHON_FACTS])
+        // Asked beside a run, it must not die of the Ctrl-C that the run answers with a report:
+        // an answer cut short would be taken for python3's.
+        .process_group(0)
         .current_dir(empty.path())
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -402,8 +406,9 @@ impl AskedPython {
                     .filter(|p| p.is_absolute())
             });
         AskedPython {
+            facts: None,
             remembered_in: cache.map(|c| c.join("agent-git")),
-            ..AskedPython::default()
+            asking: None,
         }
     }
 
@@ -448,6 +453,16 @@ impl AskedPython {
     }
 }
 
+impl Drop for AskedPython {
+    /// python3 asked beside a run that ends first (a plan that failed) is waited for: its
+    /// empty folder goes with it.
+    fn drop(&mut self) {
+        if let Some((_, asking)) = self.asking.take() {
+            let _ = asking.join();
+        }
+    }
+}
+
 /// The file of the facts of the python3 that `venv`, else PATH, leads to (as far as the
 /// environment says which one that is).
 fn facts_file(venv: Option<&std::path::Path>) -> String {
@@ -466,8 +481,24 @@ fn facts_file(venv: Option<&std::path::Path>) -> String {
     format!("python3-{:016x}.json", hasher.finish())
 }
 
+/// The facts in `file`, if it is a regular file of a sane size (no link, pipe or device is
+/// read: a remembered answer costs a run time at most, never a hang).
 fn read_facts(file: &std::path::Path) -> Option<PythonFacts> {
-    serde_json::from_slice(&std::fs::read(file).ok()?).ok()
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    const LARGEST: u64 = 4 << 20;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(file)
+        .ok()?;
+    let meta = opened.metadata().ok()?;
+    if !meta.is_file() || meta.len() > LARGEST {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    opened.take(LARGEST).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
 
 /// Keeps `facts` for the next run: written whole beside, then renamed into place, so that a

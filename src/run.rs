@@ -74,21 +74,27 @@ pub struct RunPlan {
 impl RunPlan {
     /// Holds the plan to python3's answer where it was made from remembered facts: where the
     /// answer differs, the tests are planned again with it (and the base must be tested again
-    /// with them). The test plan and the protection count only from here. Whether they were
-    /// planned again.
+    /// with them). The test plan and the protection count only from here. Whether the test
+    /// plan is another one now.
     fn hold_to_python(&mut self, progress: &mut dyn FnMut(&str)) -> Result<bool, RunError> {
         if self.python.confirm() == crate::prepare::Confirmed::Same {
             return Ok(false);
         }
         let found =
             crate::prepare::tests_at(&self.repo, self.base.id, &self.settings, &mut self.python)?;
+        // The base's test stands on its plan alone (its tree is the base's, protected files
+        // and all): only another plan must test it again.
+        let other_plan = found.plan != self.tests;
         self.tested_as = crate::check::identity(&found.plan, &self.settings, self.sandbox);
         (self.tests, self.protection) = (found.plan, found.protection);
         (self.allow_write, self.allow_read) = (found.allow_write, found.allow_read);
-        progress(
-            "python3 answered otherwise than it did for an earlier run: the tests are planned again",
-        );
-        Ok(true)
+        if other_plan {
+            progress(
+                "python3 answered otherwise than it did for an earlier run: the tests are \
+                 planned again",
+            );
+        }
+        Ok(other_plan)
     }
 }
 
@@ -146,7 +152,7 @@ pub fn execute(
                 );
                 return Ok(finished);
             }
-            Before::Failing(result, processes) => baseline = Some((result, processes)),
+            Before::Failing(tested) => baseline = Some(tested),
             Before::Unknown => {}
         }
     }
@@ -231,8 +237,13 @@ impl From<&RunPlan> for WorkTreePlan {
     }
 }
 
-/// The base's test result, taken before the verifier existed, and the time its processes took.
-type Baseline = (TestResult, Duration);
+/// The base's test result, taken before the verifier existed: the time its processes took,
+/// and its sandbox as the report names it.
+struct Baseline {
+    result: TestResult,
+    processes: Duration,
+    sandbox: String,
+}
 
 /// The run's work tree and the slot it took, or why there is none.
 type WorkTree = Result<(Workspace, Option<Slot>), SetupError>;
@@ -316,9 +327,13 @@ fn beside_baseline(
             }
         }
         let tested = testing.join().ok().and_then(Result::ok);
-        let tested = tested.and_then(|(result, _, processes, room)| {
+        let tested = tested.and_then(|(result, sandbox, processes, room)| {
             plan.room_ahead.set(Some(room));
-            (!result.interrupted && !stop.load(Ordering::SeqCst)).then_some((result, processes))
+            (!result.interrupted && !stop.load(Ordering::SeqCst)).then_some(Baseline {
+                result,
+                processes,
+                sandbox,
+            })
         });
         let (workspace, slot, _) = started?;
         Ok((workspace, slot, tested))
@@ -372,6 +387,9 @@ impl BaseTest {
         let work = tempfile::Builder::new()
             .prefix("agent-git-check-")
             .tempdir()
+            .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+        // Held while it lives: what a run that dies leaves here, the next run's sweep removes.
+        let _lease = crate::leftovers::Lease::take(&work.path().join(crate::leftovers::LEASE))
             .map_err(|e| format!("cannot make a temp dir: {e}"))?;
         let sandbox = Sandbox::start(
             self.mode,
@@ -476,9 +494,8 @@ fn finish_without_branch(
 enum Before {
     /// The tests pass, or cannot run: the whole answer, and the time its test run took.
     Answered(Finished, Duration),
-    /// They fail: the run goes on, and this is its result before any change, and the time
-    /// its test run took.
-    Failing(TestResult, Duration),
+    /// They fail: the run goes on, and this is its result before any change.
+    Failing(Baseline),
     /// The tests could not be set up here: the run finds out as it always did.
     Unknown,
 }
@@ -530,7 +547,13 @@ fn answer_before_checkout(
             }
             Outcome::AlreadyPassing
         }
-        None => return Before::Failing(result, processes),
+        None => {
+            return Before::Failing(Baseline {
+                result,
+                processes,
+                sandbox,
+            })
+        }
     };
     let run = RunResult::before_the_model(outcome, result);
     let finished = answer_without_branch(plan, &run, &sandbox);
@@ -722,9 +745,10 @@ fn work(
     let verifier = Verifier::new(workspace, setup, unreadable, plan.room_ahead.take())
         .map_err(|e| harness(&format!("cannot set up the clean room: {e}")))?;
     let mut before = Duration::ZERO;
-    if let Some((result, processes)) = baseline {
-        verifier.adopt_baseline(result);
-        before = processes;
+    // Taken in a sandbox of its own, it counts where that one confined as the run's does.
+    if let Some(tested) = baseline.filter(|b| b.sandbox == sandbox.describe()) {
+        verifier.adopt_baseline(tested.result);
+        before = tested.processes;
     }
     let registry = Registry::builtin();
     let tools = registry.specs();

@@ -431,20 +431,29 @@ fn overlays_are_volatile_and_mount_again_over_their_work_dir() {
         )
     };
     let test = format!("{}; python3 -m unittest -v", options("$PWD", "tree"));
-    let home = |id: &str| {
-        tool(
-            id,
-            "run_command",
-            json!({"command": options("$HOME", "home")}),
-        )
+    // A folder of the user's, and a command that tries to put a link to it in place of HOME's
+    // overlay work dir, whose contents the kernel clears at the next mount.
+    let victim = env.path().join("victim");
+    std::fs::create_dir_all(victim.join("work/incompat/volatile")).unwrap();
+    std::fs::write(victim.join("work/kept.txt"), "the user's\n").unwrap();
+    let plant = format!(
+        "w=$(awk -v d=\"$HOME\" '$5 == d && / - overlay /' /proc/self/mountinfo | head -n 1 \
+         | sed 's/.*workdir=\\([^,]*\\).*/\\1/'); \
+         (mv \"$w\" \"$w.old\" && ln -s {} \"$w\") 2>/dev/null; echo kept > \"$HOME/.agent-note\"",
+        victim.display()
+    );
+    let home = |id: &str, then: &str| {
+        let command = format!("{}; {then}", options("$HOME", "home"));
+        tool(id, "run_command", json!({"command": command}))
     };
+    let log_note = format!("cat \"$HOME/.agent-note\" >> {}/note", log.display());
     let log_arg = log.display().to_string();
     let run = env.fix_scripted(
         &repo,
         "agent/volatile",
         json!([
-            calls("Look.", vec![home("h1")]),
-            calls("Again.", vec![home("h2")]),
+            calls("Look.", vec![home("h1", &plant)]),
+            calls("Again.", vec![home("h2", &log_note)]),
             calls("Fix.", vec![fix_add()]),
             end_turn("Done.")
         ]),
@@ -465,4 +474,10 @@ fn overlays_are_volatile_and_mount_again_over_their_work_dir() {
     for line in tree.iter().chain(&home) {
         assert!(line.contains("volatile"), "{line}");
     }
+    // HOME's writes last from one command to the next, and the user's folder is untouched.
+    assert_eq!(lines("note"), vec!["kept"], "{:?}", run.results());
+    assert!(
+        victim.join("work/kept.txt").exists(),
+        "the kernel cleared the user's folder"
+    );
 }

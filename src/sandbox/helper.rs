@@ -479,6 +479,16 @@ fn build_mounts(
         .chain(args.home.iter().flat_map(|h| [&h.home, &h.upper]))
         .cloned()
         .collect();
+    // HOME's overlay keeps its folders beside the private HOME, where nothing made them yet:
+    // made before the temp dirs are covered, they are bound back with the rest.
+    for made in args
+        .home
+        .iter()
+        .flat_map(|h| [h.upper.join("upper"), h.upper.join("work")])
+    {
+        std::fs::create_dir_all(&made)
+            .map_err(|e| format!("cannot make {}: {e}", made.display()))?;
+    }
     // The tree overlay's upper dir is seen only until the overlay is mounted: the hidden
     // folders it lies in are covered after, and nothing binds it back.
     let mut visible_for_now = visible.clone();
@@ -697,14 +707,16 @@ fn mount_overlay(what: &str, dir: &Path, upper: &Path) -> Result<(), String> {
         ));
     }
     // A volatile overlay leaves this mark in its work dir, and refuses to be mounted again
-    // over a work dir that holds it. Nothing of an upper needs to outlive a crash: HOME's
-    // lasts one run, a tree's one test run.
+    // over a work dir that holds it; a failed attempt may leave it too. Nothing of an upper
+    // needs to outlive a crash (HOME's lasts one run, a tree's one test run), and no command
+    // can reach these folders (HOME's are beside its private HOME, a tree's in the room).
     let mark = work.join("work/incompat/volatile");
-    if let Err(e) = std::fs::remove_dir_all(&mark) {
-        if e.kind() != std::io::ErrorKind::NotFound {
-            return Err(format!("cannot remove {}: {e}", mark.display()));
+    let clear_mark = || match std::fs::remove_dir_all(&mark) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", mark.display()))
         }
-    }
+        _ => Ok(()),
+    };
     let [lower, upper, work] = paths;
     let base = format!("lowerdir={lower},upperdir={upper},workdir={work}");
     // Unprivileged overlays keep their own records in user.* attributes. A volatile one
@@ -719,6 +731,7 @@ fn mount_overlay(what: &str, dir: &Path, upper: &Path) -> Result<(), String> {
         base,
     ];
     for options in tried {
+        clear_mark()?;
         let options =
             std::ffi::CString::new(options).map_err(|_| format!("{what} holds a NUL byte"))?;
         match mount(

@@ -410,9 +410,12 @@ pub fn complete(mut jail: Jail, layers: &Layers, real_home: Option<&Path>) -> Ja
         env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
     };
     if let (Ok(()), Some(real), Some(private)) = (&layers.home, real_home, get(&jail.env, "HOME")) {
+        // Beside the private HOME, not in it: the commands may write there, and the overlay's
+        // own folders must be out of their reach (a link planted for its work dir would have
+        // the kernel clear whatever folder it led to).
         jail.home_overlay = Some(helper::HomeOverlay {
             home: real.to_path_buf(),
-            upper: PathBuf::from(private),
+            upper: Path::new(&private).with_file_name("home-layer"),
         });
         jail.env.retain(|(n, _)| n != "HOME");
         jail.env.push(("HOME".into(), real.display().to_string()));
@@ -1280,7 +1283,7 @@ mod tests {
             done.home_overlay,
             Some(helper::HomeOverlay {
                 home: PathBuf::from("/home/u"),
-                upper: PathBuf::from("/p/home")
+                upper: PathBuf::from("/p/home-layer")
             })
         );
         let mut unset = jail.clone();
