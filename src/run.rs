@@ -74,11 +74,15 @@ pub struct RunPlan {
 impl RunPlan {
     /// Holds the plan to python3's answer where it was made from remembered facts: where the
     /// answer differs, the tests are planned again with it (and the base must be tested again
-    /// with them). The test plan and the protection count only from here. Whether the test
-    /// plan is another one now.
-    fn hold_to_python(&mut self, progress: &mut dyn FnMut(&str)) -> Result<bool, RunError> {
+    /// with them). The test plan and the protection count only from here.
+    fn hold_to_python(&mut self, progress: &mut dyn FnMut(&str)) -> Result<Held, RunError> {
         if self.python.confirm() == crate::prepare::Confirmed::Same {
-            return Ok(false);
+            return Ok(Held::Same);
+        }
+        // The protection may be another (it knows python3's modules): the room's memo of it goes.
+        if let Some(mut room) = self.room_ahead.take() {
+            room.forget_protected();
+            self.room_ahead.set(Some(room));
         }
         let found =
             crate::prepare::tests_at(&self.repo, self.base.id, &self.settings, &mut self.python)?;
@@ -88,14 +92,25 @@ impl RunPlan {
         self.tested_as = crate::check::identity(&found.plan, &self.settings, self.sandbox);
         (self.tests, self.protection) = (found.plan, found.protection);
         (self.allow_write, self.allow_read) = (found.allow_write, found.allow_read);
-        if other_plan {
-            progress(
-                "python3 answered otherwise than it did for an earlier run: the tests are \
-                 planned again",
-            );
+        if !other_plan {
+            return Ok(Held::OtherProtection);
         }
-        Ok(other_plan)
+        progress(
+            "python3 answered otherwise than it did for an earlier run: the tests are planned \
+             again",
+        );
+        Ok(Held::OtherPlan)
     }
+}
+
+/// What holding a plan to python3's answer changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    Same,
+    /// The protection may be another; the test plan is the same.
+    OtherProtection,
+    /// The test plan is another: the base must be tested again with it.
+    OtherPlan,
 }
 
 pub struct Finished {
@@ -159,9 +174,8 @@ pub fn execute(
     let (mut workspace, slot) = if plan.only_if_failing && !resuming {
         // What was learnt of the base without a work tree is all there is to learn.
         let checked_out = work_tree(&plan.repo, &WorkTreePlan::from(&plan), resuming);
-        let (workspace, slot, replanned) =
-            confirm_start(&mut plan, checked_out, resuming, progress)?;
-        if replanned {
+        let (workspace, slot, held) = confirm_start(&mut plan, checked_out, resuming, progress)?;
+        if held == Held::OtherPlan {
             baseline = None;
         }
         (workspace, slot)
@@ -250,16 +264,16 @@ type WorkTree = Result<(Workspace, Option<Slot>), SetupError>;
 
 /// The plan held to python3's answer (`RunPlan::hold_to_python`) once the work tree is
 /// there, and the run's start said. Where the plan does not hold, nothing of the run is left
-/// but the branch it resumed. Whether the tests were planned again.
+/// but the branch it resumed.
 fn confirm_start(
     plan: &mut RunPlan,
     checked_out: WorkTree,
     resuming: bool,
     progress: &mut dyn FnMut(&str),
-) -> Result<(Workspace, Option<Slot>, bool), RunError> {
+) -> Result<(Workspace, Option<Slot>, Held), RunError> {
     let (workspace, slot) = checked_out?;
-    let replanned = match plan.hold_to_python(progress) {
-        Ok(replanned) => replanned,
+    let held = match plan.hold_to_python(progress) {
+        Ok(held) => held,
         Err(e) => {
             let _ = match resuming {
                 true => pool::finish(workspace, slot),
@@ -277,7 +291,7 @@ fn confirm_start(
     if !plan.only_if_failing || resuming {
         progress(&format!("tests: {}", plan.tests.describe()));
     }
-    Ok((workspace, slot, replanned))
+    Ok((workspace, slot, held))
 }
 
 /// The work tree checked out while the base's tree is tested in a thread, in a clean room
@@ -312,7 +326,8 @@ fn beside_baseline(
             return started.map(|(workspace, slot, _)| (workspace, slot, None));
         };
         // A test of a plan that does not hold, or of a run that will not go on, says nothing.
-        if !matches!(started, Ok((_, _, false))) {
+        let held = started.as_ref().ok().map(|(_, _, held)| *held);
+        if !matches!(held, Some(Held::Same | Held::OtherProtection)) {
             stop.store(true, Ordering::SeqCst);
         }
         loop {
@@ -327,7 +342,10 @@ fn beside_baseline(
             }
         }
         let tested = testing.join().ok().and_then(Result::ok);
-        let tested = tested.and_then(|(result, sandbox, processes, room)| {
+        let tested = tested.and_then(|(result, sandbox, processes, mut room)| {
+            if held != Some(Held::Same) {
+                room.forget_protected();
+            }
             plan.room_ahead.set(Some(room));
             (!result.interrupted && !stop.load(Ordering::SeqCst)).then_some(Baseline {
                 result,

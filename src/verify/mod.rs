@@ -61,9 +61,10 @@ pub struct RoomAhead(Option<Ahead>);
 
 enum Ahead {
     Making(std::thread::JoinHandle<Result<CleanRoom, WorkspaceError>>),
-    /// A room a tester is done with, which knows what it holds, and whether that tester's
-    /// last run saw it through an overlay of its own.
-    Ready(Box<CleanRoom>, bool),
+    /// A room a tester is done with, which knows what it holds, whether that tester's last
+    /// run saw it through an overlay of its own, and the protected entries it found in the
+    /// trees it tested (for the protection it had).
+    Ready(Box<CleanRoom>, bool, ProtectedMemo),
 }
 
 impl RoomAhead {
@@ -85,15 +86,29 @@ impl RoomAhead {
         RoomAhead(Some(Ahead::Ready(
             Box::new(tester.room.into_inner()),
             overlay_held,
+            tester.protected_memo.into_inner(),
         )))
     }
 
-    /// The room, and whether the last run in it saw it through an overlay of its own.
-    fn join(mut self) -> Result<(CleanRoom, bool), VerifyError> {
+    /// For a tester whose protection is another: what the last one found protected in each
+    /// folder is not its to go by.
+    pub fn forget_protected(&mut self) {
+        if let Some(Ahead::Ready(_, _, memo)) = &mut self.0 {
+            *memo = ProtectedMemo::default();
+        }
+    }
+
+    /// The room, whether the last run in it saw it through an overlay of its own, and the
+    /// protected entries found so far.
+    fn join(mut self) -> Result<(CleanRoom, bool, ProtectedMemo), VerifyError> {
         let stopped = || WorkspaceError::Unsafe("the clean room's set-up stopped midway".into());
         match self.0.take().ok_or_else(stopped)? {
-            Ahead::Making(thread) => Ok((thread.join().map_err(|_| stopped())??, false)),
-            Ahead::Ready(room, overlay_held) => Ok((*room, overlay_held)),
+            Ahead::Making(thread) => Ok((
+                thread.join().map_err(|_| stopped())??,
+                false,
+                ProtectedMemo::default(),
+            )),
+            Ahead::Ready(room, overlay_held, memo) => Ok((*room, overlay_held, memo)),
         }
     }
 }
@@ -313,9 +328,13 @@ impl<'a> TreeTester<'a> {
             user_workdir,
             private_files,
         } = unreadable;
-        let (room, overlay_held) = match ahead {
+        let (room, overlay_held, memo) = match ahead {
             Some(ahead) => ahead.join()?,
-            None => (CleanRoom::open(objects, user_workdir)?, false),
+            None => (
+                CleanRoom::open(objects, user_workdir)?,
+                false,
+                ProtectedMemo::default(),
+            ),
         };
         let runner_script = room.root().join("agent_git_runner.py");
         crate::workspace::write_new(&runner_script, BUILTIN_PYTHON_RUNNER.as_bytes())?;
@@ -349,7 +368,7 @@ impl<'a> TreeTester<'a> {
             runner_script,
             hidden,
             shown,
-            protected_memo: RefCell::new(ProtectedMemo::default()),
+            protected_memo: RefCell::new(memo),
             overlay_held: std::cell::Cell::new(overlay_held),
         })
     }

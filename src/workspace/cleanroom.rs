@@ -493,7 +493,7 @@ impl Queue {
 
 /// The protected entries of each folder's tree already looked at: (folder, tree) to them.
 #[derive(Debug, Default)]
-pub struct ProtectedMemo(std::collections::HashMap<(PathBuf, Oid), std::rc::Rc<Vec<PathBuf>>>);
+pub struct ProtectedMemo(std::collections::HashMap<(PathBuf, Oid), std::sync::Arc<Vec<PathBuf>>>);
 
 /// The most folders the memo of protected entries holds.
 const MAX_MEMO: usize = 200_000;
@@ -1255,7 +1255,7 @@ impl CleanRoom {
         tree: &git2::Tree,
         protection: &crate::guard::Protection,
         memo: &mut ProtectedMemo,
-    ) -> Result<std::rc::Rc<Vec<PathBuf>>, WorkspaceError> {
+    ) -> Result<std::sync::Arc<Vec<PathBuf>>, WorkspaceError> {
         let key = (dir.to_path_buf(), tree.id());
         if let Some(found) = memo.0.get(&key) {
             return Ok(found.clone());
@@ -1276,7 +1276,7 @@ impl CleanRoom {
                 found.push(rel);
             }
         }
-        let found = std::rc::Rc::new(found);
+        let found = std::sync::Arc::new(found);
         memo.0.insert(key, found.clone());
         Ok(found)
     }
