@@ -633,6 +633,27 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
     assert!(held.iter().any(|n| n == "pool-1") && held.iter().any(|n| n == "pool-1.lease"));
     assert!(held.iter().any(|n| n == "unreported"), "{held:?}");
 
+    // The killed run holds its slot's lock until the kernel has torn the whole process down,
+    // which can take a moment after its last child is gone; a run starting before that finds
+    // the slot busy and rightly takes another.
+    let lock = repo.join(".git/agent-git/pool-1.lease");
+    let free = || {
+        let take =
+            "import fcntl, sys; fcntl.flock(open(sys.argv[1]), fcntl.LOCK_EX | fcntl.LOCK_NB)";
+        std::process::Command::new("python3")
+            .args(["-c", take, &lock.display().to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let waited = std::time::Instant::now();
+    while !free() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(10),
+            "the killed run's slot stays locked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let replies = json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
     let run = env.fix_scripted_with(&repo, "agent/after", replies, &[], |cmd| {
         cmd.env("TMPDIR", &tmp);
