@@ -535,12 +535,21 @@ fn build_mounts(
         }
     }
     for path in hidden {
-        match std::fs::symlink_metadata(path) {
+        let covered = match std::fs::symlink_metadata(path) {
             // What it leads to is in the list too, and covered there.
-            Ok(meta) if meta.is_symlink() => {}
-            Ok(meta) if meta.is_dir() => cover(path, &visible, || mount_tmpfs(path, "700"))?,
-            Ok(_) => mount_bind(Path::new("/dev/null"), path).map_err(|e| fail("hide", path, e))?,
-            Err(_) => {}
+            Ok(meta) if meta.is_symlink() => Ok(()),
+            Ok(meta) if meta.is_dir() => cover(path, &visible, || mount_tmpfs(path, "700")),
+            Ok(_) => mount_bind(Path::new("/dev/null"), path).map_err(|e| fail("hide", path, e)),
+            Err(_) => Ok(()),
+        };
+        // Another run's folder may go between the look and the mount (a test run's lasts a
+        // fraction of a second): what is gone hides nothing. Anything still there that
+        // cannot be covered stops the command.
+        let gone = || {
+            std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        };
+        if covered.is_err() && !gone() {
+            covered?;
         }
     }
     for dir in args.writable.iter().filter(|d| d.exists()) {
