@@ -532,6 +532,47 @@ fn a_same_size_rewrite_is_not_left_where_change_times_are_not_trusted() {
     );
 }
 
+/// Where change times are trusted (git's default), the sweep tells an unchanged file from its
+/// stat data alone: a same-size rewrite with its modification time put back still moved its
+/// change time, which no command can set back.
+#[test]
+fn a_same_size_rewrite_with_its_time_put_back_is_not_left_for_the_next_run() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let args = ["--test-cmd", CHECK];
+    let first = env.fix_scripted(&repo, "agent/one", json!([end_turn("Done.")]), &args);
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    // The index written again a tick after its files: no entry is racily clean, so only the
+    // stat data can tell.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let touched = tree.join(".gitignore");
+    std::fs::write(&touched, std::fs::read(&touched).unwrap()).unwrap();
+    env.git(&tree, &["add", ".gitignore"]);
+    let module = tree.join("src/pkg/mod.py");
+    let was = std::fs::metadata(&module).unwrap().modified().unwrap();
+    std::fs::write(&module, "VALUE = 2\n").unwrap();
+    let file = std::fs::File::options().write(true).open(&module).unwrap();
+    file.set_modified(was).unwrap();
+    drop(file);
+
+    let second = env.fix_scripted(
+        &repo,
+        "agent/two",
+        json!([
+            calls("Look.", vec![run("look", "cat src/pkg/mod.py")]),
+            end_turn("Done.")
+        ]),
+        &args,
+    );
+    assert_eq!(work_tree(&second.stderr()), tree, "{}", second.stderr());
+    let seen = &second.results()["look"].1;
+    assert!(
+        seen.contains("VALUE = 1") && !seen.contains("VALUE = 2"),
+        "the next run saw what was left in the tree: {seen}"
+    );
+}
+
 /// Commits a submodule at `vendor/lib` (the repository's own commit: only the entry counts).
 fn add_submodule(env: &TestEnv, repo: &Path) {
     let head = env.git(repo, &["rev-parse", "HEAD"]).trim().to_string();

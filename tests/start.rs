@@ -77,6 +77,33 @@ fn uncommitted_changes_are_pointed_out_and_dirty_starts_from_them_untouched() {
     );
 }
 
+/// A checkout is judged clean from its stat data where that can tell: a same-size rewrite with
+/// its modification time put back is still a change.
+#[test]
+fn a_same_size_rewrite_with_its_time_put_back_is_pointed_out() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let notice = "your uncommitted changes are not part of this run";
+    let clean = env.fix_scripted(&repo, "agent/clean", json!([end_turn("Done.")]), &[]);
+    assert!(!clean.stderr().contains(notice), "{}", clean.stderr());
+
+    let calc = repo.join("calc.py");
+    let was = std::fs::metadata(&calc).unwrap().modified().unwrap();
+    assert_eq!(CALC.len(), CALC_FIXED.len());
+    std::fs::write(&calc, CALC_FIXED).unwrap();
+    let file = std::fs::File::options().write(true).open(&calc).unwrap();
+    file.set_modified(was).unwrap();
+    drop(file);
+    let rewritten = env.fix_scripted(&repo, "agent/rewritten", json!([end_turn("Done.")]), &[]);
+    assert!(
+        rewritten
+            .stderr()
+            .contains(&format!("{notice} (1 changed tracked files, e.g. calc.py)")),
+        "{}",
+        rewritten.stderr()
+    );
+}
+
 fn ask(id: &str, question: &str) -> serde_json::Value {
     calls(
         "",

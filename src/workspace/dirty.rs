@@ -4,6 +4,7 @@
 
 use super::{BaseInfo, SetupError};
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Status, StatusOptions};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// The trailer that marks a commit `--dirty` made of a working tree.
@@ -22,10 +23,57 @@ pub fn snapshot_parent(repo: &Repository, commit: Oid) -> Option<Oid> {
 
 /// The tracked files whose working-tree or staged content differs from HEAD.
 pub fn uncommitted(repo: &Repository) -> Result<Vec<String>, git2::Error> {
+    if all_committed(repo)? {
+        return Ok(Vec::new());
+    }
     Ok(changes(repo, false)?
         .into_iter()
         .map(|(path, _)| path)
         .collect())
+}
+
+/// Whether every tracked file is, for certain, as HEAD has it: the index names HEAD's tree,
+/// and each file's stat data is what the index recorded. Where anything is in doubt (a file
+/// touched since, a racily clean entry, a conflict), false: then a status of the whole tree
+/// says what differs. On a large checkout this is a third of what that status costs.
+fn all_committed(repo: &Repository) -> Result<bool, git2::Error> {
+    let Some(workdir) = repo.workdir() else {
+        return Ok(false);
+    };
+    let own = Repository::open(repo.path())?;
+    let index = own.index()?;
+    let head = own.head()?.peel_to_tree()?;
+    if own
+        .diff_tree_to_index(Some(&head), Some(&index), None)?
+        .deltas()
+        .len()
+        != 0
+    {
+        return Ok(false);
+    }
+    let trust_ctime = own.config()?.get_bool("core.trustctime").unwrap_or(true);
+    let recorded = super::recorded::Recorded::of(&own, &index, trust_ctime);
+    // What a status does not look at either: assume-unchanged and skip-worktree entries.
+    let unlooked = |entry: &IndexEntry| {
+        entry.flags & git2::IndexEntryFlag::VALID.bits() != 0
+            || entry.flags_extended & git2::IndexEntryExtendedFlag::SKIP_WORKTREE.bits() != 0
+    };
+    // A conflict's entries are of a stage other than 0.
+    const STAGE: u16 = 0x3000;
+    for entry in index.iter() {
+        if entry.flags & STAGE != 0 {
+            return Ok(false);
+        }
+        if entry.mode == 0o160000 || unlooked(&entry) {
+            continue;
+        }
+        let path = workdir.join(std::ffi::OsStr::from_bytes(&entry.path));
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if recorded.stamped(&entry, &meta) => {}
+            _ => return Ok(false),
+        }
+    }
+    Ok(true)
 }
 
 /// Paths that differ from HEAD in the working tree or the index, with their status; untracked

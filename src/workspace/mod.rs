@@ -12,6 +12,7 @@ pub mod export;
 pub mod land;
 pub mod notes;
 pub mod pool;
+mod recorded;
 pub mod rooms;
 
 mod restore;

@@ -5,11 +5,12 @@
 //! tracked files) is removed, so it looks exactly like a fresh checkout. Each slot has a lock
 //! file: two runs never share a tree, and a run that dies lets go of its slot.
 
+use super::recorded::Recorded;
 use super::setup::{check_branch_free, SetupError};
 use super::Workspace;
 use crate::leftovers::{remove_forcibly, Lease};
 use git2::build::CheckoutBuilder;
-use git2::{BranchType, Oid, Repository, Status, StatusOptions};
+use git2::{BranchType, Oid, Repository};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -170,7 +171,8 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
         .is_ok_and(|trust| !trust);
     super::index_of(&mut index, &held, distrust)?;
     super::compact_index(&mut index)?;
-    let mut paths = remove_leftovers(&tree, &path)?;
+    let recorded = Recorded::of(&tree, &index, !distrust);
+    let mut paths = remove_leftovers(&tree, &path, Look::Content(&recorded))?;
     // Found through the tree's own handle: libgit2 checks out only its own objects.
     let target = tree
         .find_branch(branch, BranchType::Local)?
@@ -209,44 +211,44 @@ fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
     Ok(Repository::open(path_of(repo, k))?)
 }
 
-/// Removes every path of the tree that differs from its index: untracked and ignored files
-/// and folders whole (links removed, never followed), and changed tracked files, which the
-/// checkout must then write again. Says which paths it found: every one that differed from
-/// the commit the tree holds, in the index or in the tree, is among them.
-fn remove_leftovers(tree: &Repository, root: &Path) -> Result<Vec<PathBuf>, SetupError> {
-    // First, so that the status looks into every tracked folder as into any other, and none
-    // of what it passes over stays.
+/// How closely a sweep looks at the entries the commit names.
+#[derive(Clone, Copy)]
+enum Look<'i> {
+    /// As a fresh checkout has them, content and all: a file or link whose stat data is not
+    /// the index's (or is too recent for it to tell) is read and hashed.
+    Content(&'i Recorded<'i>),
+    /// Names and kinds only: what a run made under a new name, or in place of a folder, a file
+    /// or a link, goes. A tracked file a run rewrote stays until the next run's sweep, which
+    /// looks at content.
+    Names,
+}
+
+/// Removes every path of the tree that is not as a fresh checkout of the commit it holds
+/// would have it (with `Look::Content`; see `Look::Names` for the other): untracked and
+/// ignored files and folders whole (links removed, never followed), and changed tracked
+/// files, which the checkout must then write again. Says which of the commit's paths it
+/// removed or found missing.
+fn remove_leftovers(
+    tree: &Repository,
+    root: &Path,
+    look: Look<'_>,
+) -> Result<Vec<PathBuf>, SetupError> {
     let held = tree.head()?.peel_to_tree()?;
-    let mut listed = remove_unlisted(tree, &held, root)?;
-    let mut opts = StatusOptions::new();
-    opts.include_untracked(true)
-        .include_ignored(true)
-        .recurse_untracked_dirs(false)
-        .recurse_ignored_dirs(false)
-        .exclude_submodules(true);
-    let statuses = tree.statuses(Some(&mut opts))?;
-    listed.reserve(statuses.len());
-    for entry in statuses.iter() {
-        let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
-        listed.push(rel.to_path_buf());
-        if entry.status() == Status::WT_DELETED {
-            continue;
-        }
-        let path = root.join(rel.components().as_path());
-        remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
-    }
-    Ok(listed)
+    remove_unlisted(tree, &held, root, look)
 }
 
 /// Makes every folder the commit `tree` holds hold nothing but the names the commit gives it,
 /// exactly (a `.git` planted there, `.GIT`, a pipe, a socket, a name git's status takes for
-/// another's or passes over), with the mode a fresh checkout gives a folder; and empties the
-/// folders of submodules. Says which of the commit's paths it removed (for the checkout to
-/// write again). One read of each folder, links never followed.
+/// another's or passes over), with the mode a fresh checkout gives a folder, each entry of the
+/// kind the commit gives it and, as `look` says, its content; and empties the folders of
+/// submodules. Says which of the commit's paths it removed or found missing (for the checkout
+/// to write again). One read of each folder; each entry's stat data is read relative to its
+/// folder, links never followed.
 fn remove_unlisted(
     repo: &Repository,
     tree: &git2::Tree,
     root: &Path,
+    look: Look<'_>,
 ) -> Result<Vec<PathBuf>, SetupError> {
     let umask = umask();
     // What a checkout gives the folders it makes.
@@ -268,18 +270,7 @@ fn remove_unlisted(
             return Err(io(std::io::Error::other("not a folder")));
         }
         with_mode(&dir, &meta, mode).map_err(io)?;
-        let names: std::collections::HashSet<Vec<u8>> =
-            listed.iter().map(|e| e.name_bytes().to_vec()).collect();
-        for entry in std::fs::read_dir(&dir).map_err(io)? {
-            let name = entry.map_err(io)?.file_name();
-            let keep = names.contains(name.as_bytes())
-                // The work tree's own link to its git dir.
-                || (rel.as_os_str().is_empty() && name == ".git");
-            if !keep {
-                let path = dir.join(&name);
-                remove_forcibly(&path).map_err(|e| SetupError::Io(path.clone(), e))?;
-            }
-        }
+        let mut names = std::collections::HashMap::with_capacity(listed.len());
         for entry in listed.iter() {
             let name = entry.name_bytes();
             if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') {
@@ -288,35 +279,66 @@ fn remove_unlisted(
                     "a tree entry's name leaves its folder",
                 )));
             }
-            let name = std::ffi::OsStr::from_bytes(name);
-            let (sub, path) = (rel.join(name), dir.join(name));
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue; // missing: the status finds it deleted
-            };
+            names.insert(name.to_vec(), (entry.filemode(), entry.id(), false));
+        }
+        for found in std::fs::read_dir(&dir).map_err(io)? {
+            let found = found.map_err(io)?;
+            let name = found.file_name();
+            let path = dir.join(&name);
             let fail = |e: std::io::Error| SetupError::Io(path.clone(), e);
-            match entry.filemode() {
-                0o040000 if meta.is_dir() => folders.push((sub, entry.id())),
+            let Some((filemode, id, seen)) = names.get_mut(name.as_bytes()) else {
+                // The work tree's own link to its git dir stays.
+                if !(rel.as_os_str().is_empty() && name == ".git") {
+                    remove_forcibly(&path).map_err(fail)?;
+                }
+                continue;
+            };
+            *seen = true;
+            let sub = rel.join(&name);
+            let kind = found.file_type().map_err(fail)?;
+            let keep = match (*filemode, look) {
+                (0o040000, _) if kind.is_dir() => {
+                    folders.push((sub.clone(), *id));
+                    true
+                }
                 // A submodule's folder is empty in a fresh checkout, with a folder's mode.
-                0o160000 if meta.is_dir() => {
+                (0o160000, _) if kind.is_dir() => {
+                    let meta = found.metadata().map_err(fail)?;
                     with_mode(&path, &meta, mode).map_err(fail)?;
                     for inside in std::fs::read_dir(&path).map_err(fail)? {
                         let inside = inside.map_err(fail)?.path();
                         remove_forcibly(&inside).map_err(|e| SetupError::Io(inside.clone(), e))?;
                     }
+                    true
                 }
-                0o120000 if meta.file_type().is_symlink() => {}
+                (0o120000, Look::Names) => kind.is_symlink(),
+                (0o100644 | 0o100755, Look::Names) => kind.is_file(),
+                (0o120000, Look::Content(recorded)) if kind.is_symlink() => {
+                    let meta = found.metadata().map_err(fail)?;
+                    recorded.holds(&sub, &path, &meta, *id)
+                }
                 // A file as a checkout writes it: its own (no other name shares it, which a
-                // write would change too), with the mode the commit gives it. A pipe, a
-                // socket, another mode or a second name goes, and the checkout writes it.
-                file @ (0o100644 | 0o100755)
-                    if meta.is_file()
-                        && meta.nlink() == 1
+                // write would change too), with the mode the commit gives it and its content.
+                // A pipe, a socket, another mode or a second name goes, and the checkout
+                // writes it.
+                (file @ (0o100644 | 0o100755), Look::Content(recorded)) if kind.is_file() => {
+                    let meta = found.metadata().map_err(fail)?;
+                    meta.nlink() == 1
                         && meta.permissions().mode() & 0o7777
-                            == u32::try_from(file & 0o777).unwrap_or(0) & !umask => {}
-                _ => {
-                    remove_forcibly(&path).map_err(fail)?;
-                    removed.push(sub);
+                            == u32::try_from(file & 0o777).unwrap_or(0) & !umask
+                        && recorded.holds(&sub, &path, &meta, *id)
                 }
+                _ => false,
+            };
+            if !keep {
+                remove_forcibly(&path).map_err(fail)?;
+                removed.push(sub);
+            }
+        }
+        // Named by the commit, and not there.
+        for (name, (filemode, _, seen)) in names {
+            if !seen && filemode != 0o160000 {
+                removed.push(rel.join(std::ffi::OsStr::from_bytes(&name)));
             }
         }
     }
@@ -390,7 +412,7 @@ pub fn finish(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::Wor
 /// Nothing the run made outlives it (its branch may name a file there by its absolute path,
 /// which must fail elsewhere as it fails here), and the tree holds no branch.
 fn give_back(workspace: &Workspace) -> Result<(), super::WorkspaceError> {
-    remove_leftovers(&workspace.repo, &workspace.worktree_path).map_err(|e| {
+    remove_leftovers(&workspace.repo, &workspace.worktree_path, Look::Names).map_err(|e| {
         super::WorkspaceError::Unsafe(format!("cannot empty the work tree for the pool: {e}"))
     })?;
     let head = workspace.head()?;
@@ -422,7 +444,7 @@ pub fn release_abandoned(repo: &Repository) {
         let head = tree.head().ok().and_then(|h| h.target());
         if let (Ok(false), Some(commit)) = (tree.head_detached(), head) {
             let path = path_of(repo, k);
-            let emptied = remove_leftovers(&tree, &path).is_ok();
+            let emptied = remove_leftovers(&tree, &path, Look::Names).is_ok();
             if !emptied || tree.set_head_detached(commit).is_err() {
                 clear(repo, k);
             }
