@@ -49,22 +49,25 @@ pub fn tests_at(
     settings: &Settings,
     python: &mut AskedPython,
 ) -> Result<TestsAt, PrepareError> {
-    let plan = plan_at(repo, commit, settings, python)?;
-    tests_for_plan(repo, commit, settings, python, plan)
+    // Listed once: on a large tree a listing is a tenth of a second.
+    let files = tree_files(repo, commit)?;
+    let plan = plan_of_files(repo, commit, &files, settings, python)?;
+    tests_for_plan(repo, commit, &files, settings, python, plan)
 }
 
-/// What `plan` needs to run at `commit`: the protection of its runner (python3 asked for its
-/// modules when the commit holds Python files) and the writable directories.
+/// What `plan` needs to run at `commit`, whose files are `files`: the protection of its
+/// runner (python3 asked for its modules when the commit holds Python files) and the
+/// writable directories.
 pub fn tests_for_plan(
     repo: &Repository,
     commit: Oid,
+    files: &[String],
     settings: &Settings,
     python: &mut AskedPython,
     plan: TestPlan,
 ) -> Result<TestsAt, PrepareError> {
-    let files = tree_files(repo, commit)?;
-    let modules = &facts(&files, python, plan.venv.as_deref()).modules;
-    tests_with_files(repo, commit, &files, settings, modules, plan)
+    let modules = &facts(files, python, plan.venv.as_deref()).modules;
+    tests_with_files(repo, commit, files, settings, modules, plan)
 }
 
 /// The test plan alone. `python3` is asked only when detection needs to know whether it has
@@ -75,17 +78,27 @@ pub fn plan_at(
     settings: &Settings,
     python: &mut AskedPython,
 ) -> Result<TestPlan, PrepareError> {
-    let files = tree_files(repo, commit)?;
+    plan_of_files(repo, commit, &tree_files(repo, commit)?, settings, python)
+}
+
+/// `plan_at`, with the commit's files as `tree_files` lists them.
+pub fn plan_of_files(
+    repo: &Repository,
+    commit: Oid,
+    files: &[String],
+    settings: &Settings,
+    python: &mut AskedPython,
+) -> Result<TestPlan, PrepareError> {
     let read =
         |p: &str| read_blob(repo, commit, p).map(|b| String::from_utf8_lossy(&b).into_owned());
     let none = PythonFacts::default();
     let tree = repo.find_commit(commit).and_then(|c| c.tree()).ok();
     let venv = project_venv(repo.workdir(), tree.as_ref());
     let python = match settings.test_cmd {
-        None => facts(&files, python, venv.as_deref()),
+        None => facts(files, python, venv.as_deref()),
         Some(_) => &none,
     };
-    let mut plan = test_plan(&files, &read, settings, python)?;
+    let mut plan = test_plan(files, &read, settings, python)?;
     node_environment(&mut plan, tree.as_ref(), repo.workdir());
     if let Some(venv) = venv.filter(|_| files.iter().any(|p| p.ends_with(".py"))) {
         plan.rules.push(format!(

@@ -69,7 +69,14 @@ pub struct RunPlan {
     /// The settings the plan was made from: it is made again from them if python3's answer
     /// differs from what was remembered.
     pub settings: crate::settings::Settings,
+    /// What is to be said of the user's uncommitted changes, said as the run's start is: a
+    /// status of a large checkout takes as long as the planning it is taken beside, which
+    /// need not wait for it.
+    pub uncommitted: Option<Notice>,
 }
+
+/// A line to say, being worked out in a thread of its own; None where there is nothing to say.
+pub type Notice = std::thread::JoinHandle<Option<String>>;
 
 impl RunPlan {
     /// Holds the plan to python3's answer where it was made from remembered facts: where the
@@ -282,6 +289,13 @@ fn confirm_start(
             return Err(e);
         }
     };
+    if let Some(line) = plan
+        .uncommitted
+        .take()
+        .and_then(|n| n.join().ok().flatten())
+    {
+        progress(&line);
+    }
     progress(&format!(
         "run {} on branch {} (work tree {})",
         plan.run_id,

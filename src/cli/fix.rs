@@ -5,7 +5,8 @@ use crate::agent::{Budget, SYSTEM_PROMPT};
 use crate::brief::{Brief, Instructions, DEFAULT_MAP_TOKENS};
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
 use crate::prepare::{
-    plan_at, settings_at, tests_at, tests_for_plan, AskedPython, Confirmed, PrepareError, TestsAt,
+    plan_of_files, settings_at, tests_at, tests_for_plan, AskedPython, Confirmed, PrepareError,
+    TestsAt,
 };
 use crate::run::{execute, RunPlan};
 use crate::settings::{parse_dollars, Layer, Settings};
@@ -356,10 +357,8 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             (run_id, branch, args.task.clone(), None)
         }
     };
-    if let Some(uncommitted) = uncommitted {
-        uncommitted.say();
-    }
     Ok(RunPlan {
+        uncommitted: uncommitted.map(|look| look.0),
         tested_as,
         passed_before,
         repo,
@@ -406,7 +405,8 @@ fn tests_unless_passed(
     sandbox: crate::sandbox::Mode,
 ) -> Result<(TestsAt, String, Option<String>), CliError> {
     let mut python = AskedPython::default();
-    let plan = plan_at(repo, base, settings, &mut python).map_err(prepare_error)?;
+    let files = crate::workspace::tree_files(repo, base).map_err(CliError::from)?;
+    let plan = plan_of_files(repo, base, &files, settings, &mut python).map_err(prepare_error)?;
     let tested_as = crate::check::identity(&plan, settings, sandbox);
     let tree = repo.find_commit(base).map_err(SetupError::from)?.tree_id();
     if let Some(found) = crate::workspace::tested(repo, tree, &tested_as) {
@@ -420,7 +420,7 @@ fn tests_unless_passed(
         return Ok((nothing, tested_as, Some(found.summary)));
     }
     let tests_at =
-        tests_for_plan(repo, base, settings, &mut python, plan).map_err(prepare_error)?;
+        tests_for_plan(repo, base, &files, settings, &mut python, plan).map_err(prepare_error)?;
     Ok((tests_at, tested_as, None))
 }
 
@@ -502,8 +502,8 @@ fn starting_point(repo: &Repository, args: &FixArgs) -> Result<BaseInfo, CliErro
 }
 
 /// Whether uncommitted tracked changes are left out of the run, and the line that says so:
-/// a status of the whole checkout, taken in a thread of its own while the run is planned, and
-/// not at all where nothing will run.
+/// a status of the whole checkout, taken in a thread of its own while the run is planned and
+/// starts (the run says it once it has started), and not at all where nothing will run.
 struct Uncommitted(std::thread::JoinHandle<Option<String>>);
 
 impl Uncommitted {
@@ -514,7 +514,7 @@ impl Uncommitted {
             let changed = uncommitted(&repo).unwrap_or_default();
             let first = changed.first()?;
             Some(format!(
-                "agent-git: your uncommitted changes are not part of this run ({} changed \
+                "your uncommitted changes are not part of this run ({} changed \
                  tracked files, e.g. {first}); commit them, or pass --dirty to start from them",
                 changed.len(),
             ))
@@ -523,7 +523,7 @@ impl Uncommitted {
 
     fn say(self) {
         if let Ok(Some(line)) = self.0.join() {
-            eprintln!("{}", for_terminal(&line));
+            eprintln!("agent-git: {}", for_terminal(&line));
         }
     }
 }
