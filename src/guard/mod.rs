@@ -192,6 +192,18 @@ impl Protection {
                 || self.shadows.covers(rel))
     }
 
+    /// `is_protected`, for a path none of whose folders is protected (`is_protected_dir` said
+    /// no to each, as a walk from the top finds them): then only the path itself can match,
+    /// and it is matched alone, not again with each folder above it.
+    pub fn is_protected_in_open_dir(&self, rel: &Path) -> bool {
+        if rel.as_os_str().is_empty() || rel.has_root() {
+            return false;
+        }
+        [&self.defaults, &self.extra]
+            .iter()
+            .any(|m| m.matched(rel, false).is_ignore() || m.matched(rel, true).is_ignore())
+    }
+
     /// Whether a path relative to the work tree root, or any directory above it, is protected.
     pub fn is_protected(&self, rel: &Path) -> bool {
         if rel.as_os_str().is_empty() || rel.has_root() {
@@ -380,6 +392,54 @@ mod tests {
             &["docs/golden/*.txt".to_string()],
         )
         .unwrap()
+    }
+
+    /// A walk from the top that matches each file alone, in folders found open, finds what
+    /// matching each path with its folders finds: also where a pattern opens a folder again.
+    #[test]
+    fn a_file_in_open_folders_is_protected_as_its_whole_path_is() {
+        let p = Protection::new(
+            &[
+                "fixtures/**/*.json".to_string(),
+                "!fixtures/keep.json".to_string(),
+            ],
+            &[
+                "docs/golden/*.txt".to_string(),
+                "!docs/golden/free.txt".to_string(),
+            ],
+        )
+        .unwrap();
+        let paths = [
+            "calc.py",
+            "test_calc.py",
+            "pkg/calc_test.py",
+            "pkg/deep/a.spec.js",
+            "pkg/deep/plain.js",
+            "fixtures/a.json",
+            "fixtures/keep.json",
+            "fixtures/sub/b.json",
+            "docs/golden/x.txt",
+            "docs/golden/free.txt",
+            "docs/readme.md",
+            "Cargo.toml",
+            "sub/conftest.py",
+            "TESTS.md",
+        ];
+        let mut compared = 0;
+        for path in paths {
+            let path = Path::new(path);
+            let open = path.ancestors().skip(1).all(|dir| !p.is_protected_dir(dir));
+            if open {
+                compared += 1;
+                assert_eq!(
+                    p.is_protected_in_open_dir(path),
+                    p.is_protected(path),
+                    "{}",
+                    path.display()
+                );
+            }
+        }
+        assert_eq!(compared, paths.len(), "every folder here is open");
     }
 
     #[test]

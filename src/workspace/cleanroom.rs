@@ -1272,7 +1272,8 @@ impl CleanRoom {
                     let inner = self.protected_in(&rel, &sub, protection, memo)?;
                     found.extend(inner.iter().cloned());
                 }
-            } else if protection.is_protected(&rel) {
+            } else if protection.is_protected_in_open_dir(&rel) {
+                // Each folder above it was found open on the way down.
                 found.push(rel);
             }
         }
