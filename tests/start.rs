@@ -104,6 +104,129 @@ fn a_same_size_rewrite_with_its_time_put_back_is_pointed_out() {
     );
 }
 
+/// Puts every file of `repo`'s work tree ten seconds back and has git record that, so that no
+/// entry is racily clean and the stat data alone judges the checkout.
+fn settle(env: &TestEnv, repo: &std::path::Path) {
+    let then = std::time::SystemTime::now() - std::time::Duration::from_secs(10);
+    let mut folders = vec![repo.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if entry.file_name() == ".git" {
+                continue;
+            } else if kind.is_dir() {
+                folders.push(entry.path());
+            } else if kind.is_file() {
+                let file = std::fs::File::options()
+                    .write(true)
+                    .open(entry.path())
+                    .unwrap();
+                file.set_modified(then).unwrap();
+            }
+        }
+    }
+    env.git(repo, &["update-index", "-q", "--refresh"]);
+}
+
+/// A link put where a tracked folder was is a change, though the files it leads to are the
+/// very ones the index recorded.
+#[test]
+fn a_link_in_a_tracked_folders_place_is_pointed_out() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            ("lib/util.py", "def unit():\n    return 1\n"),
+        ],
+    );
+    settle(&env, &repo);
+    let notice = "your uncommitted changes are not part of this run";
+    let clean = env.fix_scripted(&repo, "agent/clean", json!([end_turn("Done.")]), &[]);
+    assert!(!clean.stderr().contains(notice), "{}", clean.stderr());
+
+    std::fs::rename(repo.join("lib"), repo.join("lib-real")).unwrap();
+    std::os::unix::fs::symlink("lib-real", repo.join("lib")).unwrap();
+    let linked = env.fix_scripted(&repo, "agent/linked", json!([end_turn("Done.")]), &[]);
+    assert!(
+        linked.stderr().contains(&format!(
+            "{notice} (1 changed tracked files, e.g. lib/util.py)"
+        )),
+        "{}",
+        linked.stderr()
+    );
+}
+
+/// An entry git smudged (stat data kept, size set to 0, as git does to a racily clean entry)
+/// does not make an emptied file look committed.
+#[test]
+fn an_emptied_file_behind_a_smudged_entry_is_pointed_out() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    env.git(&repo, &["config", "core.trustctime", "false"]);
+    settle(&env, &repo);
+    let calc = repo.join("calc.py");
+    let was = std::fs::metadata(&calc).unwrap().modified().unwrap();
+    let file = std::fs::File::options().write(true).open(&calc).unwrap();
+    file.set_len(0).unwrap();
+    file.set_modified(was).unwrap();
+    drop(file);
+    // calc.py is the index's first entry: its size field is 36 bytes into it, after the
+    // 12-byte header; the index ends with the SHA-1 of all that goes before.
+    let smudge = "import hashlib, sys\n\
+        p = sys.argv[1]\n\
+        b = bytearray(open(p, 'rb').read()[:-20])\n\
+        b[48:52] = bytes(4)\n\
+        open(p, 'wb').write(bytes(b) + hashlib.sha1(b).digest())\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", smudge])
+        .arg(repo.join(".git/index"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        env.git(&repo, &["ls-files", "--debug", "calc.py"])
+            .lines()
+            .find(|line| line.trim().starts_with("size:"))
+            .map(|line| line.split_whitespace().nth(1).unwrap_or("").to_string()),
+        Some("0".to_string()),
+        "the entry is smudged"
+    );
+
+    let emptied = env.fix_scripted(&repo, "agent/emptied", json!([end_turn("Done.")]), &[]);
+    assert!(
+        emptied.stderr().contains(
+            "your uncommitted changes are not part of this run (1 changed tracked files, e.g. calc.py)"
+        ),
+        "{}",
+        emptied.stderr()
+    );
+}
+
+/// Where the quick look cannot judge (here HEAD is unborn, on a new orphan branch), the full
+/// status does: the files staged on it are not part of a run from another base.
+#[test]
+fn staged_files_on_an_unborn_branch_are_pointed_out() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    env.git(&repo, &["checkout", "-q", "--orphan", "fresh"]);
+    let run = env.fix_scripted(
+        &repo,
+        "agent/orphan",
+        json!([end_turn("Done.")]),
+        &["--base", "main"],
+    );
+    assert!(
+        run.stderr().contains(
+            "your uncommitted changes are not part of this run (2 changed tracked files, e.g. calc.py)"
+        ),
+        "{}",
+        run.stderr()
+    );
+}
+
 fn ask(id: &str, question: &str) -> serde_json::Value {
     calls(
         "",

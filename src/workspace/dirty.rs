@@ -4,6 +4,8 @@
 
 use super::{BaseInfo, SetupError};
 use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Status, StatusOptions};
+use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -23,7 +25,9 @@ pub fn snapshot_parent(repo: &Repository, commit: Oid) -> Option<Oid> {
 
 /// The tracked files whose working-tree or staged content differs from HEAD.
 pub fn uncommitted(repo: &Repository) -> Result<Vec<String>, git2::Error> {
-    if all_committed(repo)? {
+    // An error on the quick path (an unborn HEAD, an index it cannot read) is doubt, not a
+    // clean tree: the status below decides.
+    if all_committed(repo).unwrap_or(false) {
         return Ok(Vec::new());
     }
     Ok(changes(repo, false)?
@@ -36,6 +40,9 @@ pub fn uncommitted(repo: &Repository) -> Result<Vec<String>, git2::Error> {
 /// and each file's stat data is what the index recorded. Where anything is in doubt (a file
 /// touched since, a racily clean entry, a conflict), false: then a status of the whole tree
 /// says what differs. On a large checkout this is a third of what that status costs.
+///
+/// Each file is looked at by its path, so every folder on the way must be a folder of the
+/// work tree itself: a link put where a tracked folder was would lead the look elsewhere.
 fn all_committed(repo: &Repository) -> Result<bool, git2::Error> {
     let Some(workdir) = repo.workdir() else {
         return Ok(false);
@@ -60,6 +67,8 @@ fn all_committed(repo: &Repository) -> Result<bool, git2::Error> {
     };
     // A conflict's entries are of a stage other than 0.
     const STAGE: u16 = 0x3000;
+    // The folders seen to be real folders (not links) so far.
+    let mut folders: HashSet<Vec<u8>> = HashSet::new();
     for entry in index.iter() {
         if entry.flags & STAGE != 0 {
             return Ok(false);
@@ -67,13 +76,37 @@ fn all_committed(repo: &Repository) -> Result<bool, git2::Error> {
         if entry.mode == 0o160000 || unlooked(&entry) {
             continue;
         }
-        let path = workdir.join(std::ffi::OsStr::from_bytes(&entry.path));
+        if !folders_are_real(workdir, &entry.path, &mut folders) {
+            return Ok(false);
+        }
+        let path = workdir.join(OsStr::from_bytes(&entry.path));
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if recorded.stamped(&entry, &meta) => {}
             _ => return Ok(false),
         }
     }
     Ok(true)
+}
+
+/// Whether each folder on the way to `path` (relative to `workdir`) is a folder and not a
+/// link; the ones found so are added to `seen`, so that each is looked at once.
+fn folders_are_real(workdir: &Path, path: &[u8], seen: &mut HashSet<Vec<u8>>) -> bool {
+    let ends = path
+        .iter()
+        .enumerate()
+        .filter(|(_, byte)| **byte == b'/')
+        .map(|(at, _)| at);
+    for end in ends {
+        let folder = &path[..end];
+        if seen.contains(folder) {
+            continue;
+        }
+        match std::fs::symlink_metadata(workdir.join(OsStr::from_bytes(folder))) {
+            Ok(meta) if meta.is_dir() => seen.insert(folder.to_vec()),
+            _ => return false,
+        };
+    }
+    true
 }
 
 /// Paths that differ from HEAD in the working tree or the index, with their status; untracked
@@ -89,12 +122,43 @@ fn changes(repo: &Repository, untracked: bool) -> Result<Vec<(String, Status)>, 
     // rather than staying with the caller's for the whole run.
     let own = Repository::open(repo.path())?;
     let statuses = own.statuses(Some(&mut options))?;
-    Ok(statuses
+    let mut changed: Vec<(String, Status)> = statuses
         .iter()
         .filter(|entry| !entry.status().is_ignored() && entry.status() != Status::CURRENT)
         .filter(|entry| untracked || !entry.status().is_wt_new())
         .filter_map(|entry| Some((entry.path().ok()?.to_string(), entry.status())))
-        .collect())
+        .collect();
+    if let Some(workdir) = own.workdir() {
+        let known: HashSet<String> = changed.iter().map(|(path, _)| path.clone()).collect();
+        let emptied = emptied_behind_smudges(&own.index()?, workdir);
+        changed.extend(
+            emptied
+                .into_iter()
+                .filter(|path| !known.contains(path))
+                .map(|path| (path, Status::WT_MODIFIED)),
+        );
+    }
+    Ok(changed)
+}
+
+/// The files emptied behind a smudged entry, which libgit2's status takes as unchanged: git
+/// keeps a racily clean entry's stat data with its size set to 0, and an empty file with the
+/// same times then matches it, though the entry records content. (A file that is not empty
+/// differs in size, and the status reads it.)
+fn emptied_behind_smudges(index: &Index, workdir: &Path) -> Vec<String> {
+    index
+        .iter()
+        .filter(|entry| {
+            entry.file_size == 0
+                && entry.mode & 0o170000 == 0o100000
+                && entry.id != super::recorded::empty_blob()
+        })
+        .filter(|entry| {
+            std::fs::symlink_metadata(workdir.join(OsStr::from_bytes(&entry.path)))
+                .is_ok_and(|meta| meta.is_file() && meta.len() == 0)
+        })
+        .filter_map(|entry| String::from_utf8(entry.path).ok())
+        .collect()
 }
 
 /// A commit of the working tree as it is: HEAD's tree with every tracked file as it is on

@@ -65,7 +65,11 @@ impl<'i> Recorded<'i> {
         } else {
             0
         };
+        // An entry git found racily clean when it wrote the index keeps its stat data with
+        // the size set to 0 ("smudged"): only a file that is really empty may match it.
+        let smudged = entry.file_size == 0 && entry.id != empty_blob();
         self.written.is_some_and(|written| mtime < written)
+            && !smudged
             && mtime != (0, 0)
             && entry.mode == kind
             && mtime == (seconds(meta.mtime()), meta.mtime_nsec())
@@ -76,4 +80,13 @@ impl<'i> Recorded<'i> {
             && entry.uid == meta.uid()
             && entry.gid == meta.gid()
     }
+}
+
+/// The id of the empty blob (e69de29b…), the only content a size of 0 may stand for.
+pub(crate) fn empty_blob() -> Oid {
+    const EMPTY: [u8; 20] = [
+        0xe6, 0x9d, 0xe2, 0x9b, 0xb2, 0xd1, 0xd6, 0x43, 0x4b, 0x8b, 0x29, 0xae, 0x77, 0x5a, 0xd8,
+        0xc2, 0xe4, 0x8c, 0x53, 0x91,
+    ];
+    Oid::from_bytes(&EMPTY).unwrap_or(Oid::ZERO_SHA1)
 }
