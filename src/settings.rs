@@ -3,95 +3,538 @@
 
 use git2::{Config, ErrorCode, Oid, Repository};
 
-pub const DEFAULT_TEST_TIMEOUT: u64 = 300;
-pub const DEFAULT_MAX_TURNS: u32 = 30;
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// Writes out every setting from its one definition: the `Layer` a source gives and the
+/// merged `Settings`, how each source is read (`merge`, `read_layer`, `Layer::from_env`), the
+/// flags (`SettingFlags`) and the table the docs and tests hold to (`definitions`).
+///
+/// A setting is `one` (set or not: `Option<T>`), `defaulted` (a `T`, with its default as a
+/// user would write it, read by the same parser) or `list` (values from every source, in
+/// order, each once). `flag` gives it a flag of `fix`; `committed: false` keeps it out of a
+/// committed `.agentgit`, so that a repository cannot set it for itself.
+macro_rules! settings {
+    ($(
+        $(#[doc = $doc:literal])+
+        $field:ident: $shape:ident $ty:ty {
+            $(flag: $flag:literal,)?
+            value: $value:literal,
+            $(env: $env:literal,)?
+            key: $key:literal,
+            committed: $committed:literal,
+            parse: $parse:expr,
+            $(default: $default:literal,)?
+        }
+    )*) => {
+        /// One source of settings; unset (`None`, empty) means "ask the next source".
+        #[derive(Debug, Default, Clone, PartialEq)]
+        pub struct Layer {
+            $($(#[doc = $doc])+ pub $field: settings!(@layer $shape $ty),)*
+        }
 
-/// One source of settings; `None` means "not set here, ask the next source".
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Layer {
-    pub model: Option<String>,
-    pub test_cmd: Option<String>,
-    pub test_timeout: Option<u64>,
-    pub max_turns: Option<u32>,
-    pub protect: Vec<String>,
-    pub max_cost: Option<f64>,
-    pub max_tokens: Option<u32>,
-    /// `INPUT OUTPUT [CACHE_WRITE CACHE_READ]` dollars per million tokens.
-    pub price: Option<String>,
-    pub setup_cmd: Option<String>,
-    pub max_file_size: Option<u64>,
-    /// `max_tokens` or `max_completion_tokens`: how an OpenAI-compatible server is told the
-    /// reply's token limit [default: by model name].
-    pub token_param: Option<String>,
-    /// The model's context window in tokens.
-    pub context_window: Option<u64>,
-    /// Directories the sandbox leaves writable; from flags and git config only, never from
-    /// a committed `.agentgit` (a repository must not widen the sandbox it is tested in).
-    pub allow_write: Vec<String>,
-    /// Paths under HOME the sandbox lets commands read, besides what toolchains need; from
-    /// flags and git config only, like `allow_write`.
-    pub allow_read: Vec<String>,
-}
+        /// The settings of a run: the first source that sets each, else its default.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Settings {
+            $($(#[doc = $doc])+ pub $field: settings!(@merged $shape $ty),)*
+        }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
-    pub model: Option<String>,
-    pub test_cmd: Option<String>,
-    pub test_timeout: u64,
-    pub max_turns: u32,
-    /// Patterns added to the default protected ones, from every source.
-    pub protect: Vec<String>,
-    pub max_cost: Option<f64>,
-    pub max_tokens: u32,
-    pub price: Option<String>,
-    pub setup_cmd: Option<String>,
-    pub max_file_size: u64,
-    pub token_param: Option<String>,
-    pub context_window: Option<u64>,
-    pub allow_write: Vec<String>,
-    pub allow_read: Vec<String>,
-}
+        /// The first source that sets a value wins; a list adds up the values of all.
+        pub fn merge(layers: &[Layer]) -> Settings {
+            Settings {
+                $($field: settings!(@merge $shape layers $field $parse $(, $default)?),)*
+            }
+        }
 
-/// The first source that sets a value wins; protected patterns and writable dirs add up.
-pub fn merge(layers: &[Layer]) -> Settings {
-    let first = |f: &dyn Fn(&Layer) -> Option<String>| layers.iter().find_map(f);
-    let union = |f: &dyn Fn(&Layer) -> &Vec<String>| {
-        let mut all: Vec<String> = Vec::new();
-        for value in layers.iter().flat_map(f) {
+        /// The settings `config` holds; those `committed: false` only where `origin` is not
+        /// a committed `.agentgit`.
+        fn read_layer(config: &Config, origin: Origin) -> Result<Layer, String> {
+            let mut layer = Layer::default();
+            $(
+                if $committed || origin != Origin::Committed {
+                    let parse = $parse;
+                    let parsed = |v: String| {
+                        parse(&v).map_err(|e| format!("{} in {}: {e}", $key, origin.name()))
+                    };
+                    layer.$field = settings!(@read $shape config origin $key parsed);
+                }
+            )*
+            Ok(layer)
+        }
+
+        impl Layer {
+            /// What the environment sets (settings that have a variable).
+            pub fn from_env() -> Result<Layer, String> {
+                #[allow(unused_mut)]
+                let mut layer = Layer::default();
+                $($(
+                    if let Ok(value) = std::env::var($env) {
+                        let parse = $parse;
+                        let value = parse(&value).map_err(|e| format!("{}: {e}", $env))?;
+                        layer.$field = settings!(@one $shape value);
+                    }
+                )?)*
+                Ok(layer)
+            }
+        }
+
+        /// Every setting, as defined.
+        pub fn definitions() -> Vec<Definition> {
+            vec![$(Definition {
+                field: stringify!($field),
+                flag: settings!(@opt $($flag)?),
+                value_name: $value,
+                env: settings!(@opt $($env)?),
+                key: $key,
+                committed: $committed,
+                list: settings!(@is_list $shape),
+                default: settings!(@opt $($default)?),
+                about: concat!($($doc, "\n"),+),
+            },)*]
+        }
+
+        /// The flags of the settings `selection` names (all that have one where `None`).
+        fn add_flags(mut cmd: clap::Command, selection: Option<&[&str]>) -> clap::Command {
+            let chosen = |field: &str| selection.is_none_or(|names| names.contains(&field));
+            let defined = definitions();
+            let of = |field: &str| defined.iter().find(|d| d.field == field);
+            $($(
+                if let Some(definition) = of(stringify!($field)).filter(|d| chosen(d.field)) {
+                    let arg = clap::Arg::new(stringify!($field))
+                        .long($flag)
+                        .value_name($value)
+                        .help(definition.help())
+                        .value_parser($parse)
+                        .action(settings!(@action $shape));
+                    cmd = cmd.arg(match definition.env {
+                        Some(env) => arg.env(env),
+                        None => arg,
+                    });
+                }
+            )?)*
+            cmd
+        }
+
+        /// The settings the flags in `matches` set.
+        fn flags_layer(matches: &clap::ArgMatches) -> Layer {
+            #[allow(unused_mut)]
+            let mut layer = Layer::default();
+            $($(
+                let _ = $flag;
+                layer.$field = settings!(@flag $shape matches $field $ty);
+            )?)*
+            layer
+        }
+    };
+
+    (@opt) => { None };
+    (@opt $value:literal) => { Some($value) };
+    (@layer list $ty:ty) => { Vec<$ty> };
+    (@layer $shape:ident $ty:ty) => { Option<$ty> };
+    (@merged defaulted $ty:ty) => { $ty };
+    (@merged one $ty:ty) => { Option<$ty> };
+    (@merged list $ty:ty) => { Vec<$ty> };
+    (@merge list $layers:ident $field:ident $parse:expr) => {{
+        let mut all = Vec::new();
+        for value in $layers.iter().flat_map(|layer| layer.$field.iter()) {
             if !all.contains(value) {
                 all.push(value.clone());
             }
         }
         all
+    }};
+    (@merge one $layers:ident $field:ident $parse:expr) => {
+        $layers.iter().find_map(|layer| layer.$field.clone())
     };
-    Settings {
-        model: first(&|l| l.model.clone()),
-        test_cmd: first(&|l| l.test_cmd.clone()),
-        test_timeout: layers
-            .iter()
-            .find_map(|l| l.test_timeout)
-            .unwrap_or(DEFAULT_TEST_TIMEOUT),
-        max_turns: layers
-            .iter()
-            .find_map(|l| l.max_turns)
-            .unwrap_or(DEFAULT_MAX_TURNS),
-        protect: union(&|l| &l.protect),
-        max_cost: layers.iter().find_map(|l| l.max_cost),
-        max_tokens: layers
-            .iter()
-            .find_map(|l| l.max_tokens)
-            .unwrap_or(DEFAULT_MAX_TOKENS),
-        price: first(&|l| l.price.clone()),
-        setup_cmd: first(&|l| l.setup_cmd.clone()),
-        max_file_size: layers
-            .iter()
-            .find_map(|l| l.max_file_size)
-            .unwrap_or(crate::workspace::DEFAULT_MAX_FILE_SIZE),
-        token_param: first(&|l| l.token_param.clone()),
-        context_window: layers.iter().find_map(|l| l.context_window),
-        allow_write: union(&|l| &l.allow_write),
-        allow_read: union(&|l| &l.allow_read),
+    (@merge defaulted $layers:ident $field:ident $parse:expr, $default:literal) => {
+        $layers.iter().find_map(|layer| layer.$field.clone()).unwrap_or_else(|| {
+            let parse = $parse;
+            parse($default).expect(concat!("the default of ", stringify!($field)))
+        })
+    };
+    (@read list $config:ident $origin:ident $key:literal $parsed:ident) => {
+        all_values($config, $origin, $key)?.into_iter().map($parsed).collect::<Result<_, _>>()?
+    };
+    (@read $shape:ident $config:ident $origin:ident $key:literal $parsed:ident) => {
+        one_value($config, $origin, $key)?.map($parsed).transpose()?
+    };
+    (@one list $value:ident) => { vec![$value] };
+    (@one $shape:ident $value:ident) => { Some($value) };
+    (@is_list list) => { true };
+    (@is_list $shape:ident) => { false };
+    (@action list) => { clap::ArgAction::Append };
+    (@action $shape:ident) => { clap::ArgAction::Set };
+    (@flag list $matches:ident $field:ident $ty:ty) => {
+        $matches
+            .try_get_many::<$ty>(stringify!($field))
+            .ok()
+            .flatten()
+            .map(|values| values.cloned().collect())
+            .unwrap_or_default()
+    };
+    (@flag $shape:ident $matches:ident $field:ident $ty:ty) => {
+        $matches.try_get_one::<$ty>(stringify!($field)).ok().flatten().cloned()
+    };
+}
+
+settings! {
+    /// The model: anthropic:MODEL, openai:MODEL, script:PATH or replay:PATH.
+    model: one String {
+        flag: "model",
+        value: "SPEC",
+        env: "AGENT_GIT_MODEL",
+        key: "agent-git.model",
+        committed: true,
+        parse: text,
+    }
+    /// Shell command that runs the tests, in the clean room: the branch's committed tree,
+    /// outside your checkout [default: detected from the repository's files].
+    test_cmd: one String {
+        flag: "test-cmd",
+        value: "CMD",
+        key: "agent-git.testCmd",
+        committed: true,
+        parse: text,
+    }
+    /// Shell command run in the clean room before the first test run, and again only when
+    /// the files it depends on change (package.json, lock files, requirements,
+    /// pyproject.toml, ...): an install step such as `npm ci --offline`.
+    setup_cmd: one String {
+        flag: "setup-cmd",
+        value: "CMD",
+        key: "agent-git.setupCmd",
+        committed: true,
+        parse: text,
+    }
+    /// Seconds one test run may take before its whole process group is killed.
+    test_timeout: defaulted u64 {
+        flag: "test-timeout",
+        value: "SECS",
+        key: "agent-git.testTimeout",
+        committed: true,
+        parse: seconds,
+        default: "300",
+    }
+    /// Most model replies the run may use.
+    max_turns: defaulted u32 {
+        flag: "max-turns",
+        value: "N",
+        key: "agent-git.maxTurns",
+        committed: true,
+        parse: count,
+        default: "30",
+    }
+    /// Gitignore-style pattern of more paths the agent may not change, added to the
+    /// defaults.
+    protect: list String {
+        flag: "protect",
+        value: "GLOB",
+        key: "agent-git.protect",
+        committed: true,
+        parse: text,
+    }
+    /// End the run when its model cost reaches USD dollars (outcome cost-limit); needs a
+    /// known price for the model [default: no limit].
+    max_cost: one f64 {
+        flag: "max-cost",
+        value: "USD",
+        key: "agent-git.maxCost",
+        committed: true,
+        parse: parse_dollars,
+    }
+    /// Most tokens in one model reply.
+    max_tokens: defaulted u32 {
+        flag: "max-tokens",
+        value: "N",
+        key: "agent-git.maxTokens",
+        committed: true,
+        parse: count,
+        default: "8192",
+    }
+    /// The model's price, `INPUT OUTPUT [CACHE_WRITE CACHE_READ]` dollars per million tokens
+    /// [default: the built-in table].
+    price: one String {
+        value: "PRICES",
+        key: "agent-git.price",
+        committed: true,
+        parse: text,
+    }
+    /// Files larger than this are not committed (the model is told). Bytes, or with a unit:
+    /// 512k, 10m, 1g.
+    max_file_size: defaulted u64 {
+        flag: "max-file-size",
+        value: "SIZE",
+        key: "agent-git.maxFileSize",
+        committed: true,
+        parse: parse_size,
+        default: "10m",
+    }
+    /// How an OpenAI-compatible server is told the reply's token limit: max_tokens or
+    /// max_completion_tokens [default: by model name].
+    token_param: one String {
+        value: "NAME",
+        key: "agent-git.tokenParam",
+        committed: true,
+        parse: text,
+    }
+    /// The model's context window in tokens; near it, old tool results are dropped
+    /// [default: known per model, else asked of a local server].
+    context_window: one u64 {
+        flag: "context-window",
+        value: "TOKENS",
+        key: "agent-git.contextWindow",
+        committed: true,
+        parse: window,
+    }
+    /// A directory that commands and tests may write to although the sandbox is on, e.g. a
+    /// shared build cache. The report lists them.
+    allow_write: list String {
+        flag: "allow-write",
+        value: "DIR",
+        key: "agent-git.sandbox.allowWrite",
+        committed: false,
+        parse: text,
+    }
+    /// A path under HOME that commands and tests may read, besides the toolchains' homes
+    /// and caches they see there. The rest of HOME is empty to them.
+    allow_read: list String {
+        flag: "allow-read",
+        value: "PATH",
+        key: "agent-git.sandbox.allowRead",
+        committed: false,
+        parse: text,
+    }
+    /// Retries of a failed API call (408, 409, 429, 5xx, connection errors), with backoff.
+    max_retries: defaulted u32 {
+        flag: "max-retries",
+        value: "N",
+        key: "agent-git.maxRetries",
+        committed: true,
+        parse: whole::<u32>,
+        default: "4",
+    }
+    /// Seconds one API call may take (for a stream, the wait for its next data).
+    request_timeout: defaulted u64 {
+        flag: "request-timeout",
+        value: "SECS",
+        key: "agent-git.requestTimeout",
+        committed: true,
+        parse: seconds,
+        default: "600",
+    }
+    /// The size in tokens of the repository map in the first message: source files and
+    /// their definitions, the files nearest the failing tests first. 0 leaves it out.
+    map_tokens: defaulted usize {
+        flag: "map-tokens",
+        value: "TOKENS",
+        key: "agent-git.mapTokens",
+        committed: true,
+        parse: whole::<usize>,
+        default: "2000",
+    }
+    /// The longest a run_command call may take, in seconds (the model asks for 120 by
+    /// default).
+    max_command_timeout: defaulted u64 {
+        flag: "max-command-timeout",
+        value: "SECS",
+        key: "agent-git.maxCommandTimeout",
+        committed: true,
+        parse: seconds,
+        default: "600",
+    }
+}
+
+/// Every setting at its default: what no source sets.
+pub fn defaults() -> Settings {
+    merge(&[])
+}
+
+/// One setting as defined: what `--help`, the docs and each source are held to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definition {
+    /// The name it has in `Settings`.
+    pub field: &'static str,
+    /// Its flag of `fix`, without the dashes, where it has one.
+    pub flag: Option<&'static str>,
+    pub value_name: &'static str,
+    /// The environment variable that sets it, where one does.
+    pub env: Option<&'static str>,
+    /// Its git-config key (also its `.agentgit` key where `committed`).
+    pub key: &'static str,
+    /// Whether a committed `.agentgit` may set it.
+    pub committed: bool,
+    /// Whether values from every source add up.
+    pub list: bool,
+    /// Its default as a user would write it.
+    pub default: Option<&'static str>,
+    /// What it does, as its doc comment says it.
+    pub about: &'static str,
+}
+
+impl Definition {
+    /// Its help text: what it does, then its other sources and its default.
+    pub fn help(&self) -> String {
+        let about = self.about.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut sources = format!("git config {}", self.key);
+        if !self.committed {
+            sources.push_str(", never a committed .agentgit");
+        } else {
+            sources.push_str(" or .agentgit");
+        }
+        if self.list {
+            sources.push_str("; repeatable, and the values of every source add up");
+        }
+        let default = self
+            .default
+            .map(|d| format!(" [default: {d}]"))
+            .unwrap_or_default();
+        format!("{about} Also from {sources}.{default}")
+    }
+}
+
+/// The docs' table of every setting, one row each, as the README holds it.
+pub fn table() -> String {
+    let mut table = String::from(
+        "| flag | git config key | in `.agentgit` | default | what it is |\n\
+         | --- | --- | --- | --- | --- |\n",
+    );
+    for d in definitions() {
+        let flag = match d.flag {
+            Some(flag) => format!("`--{flag} {}`", d.value_name),
+            None => "(none)".to_string(),
+        };
+        let key = match d.env {
+            Some(env) => format!("`{}` (or `{env}`)", d.key),
+            None => format!("`{}`", d.key),
+        };
+        let list = if d.list {
+            " Repeatable; the values of every source add up."
+        } else {
+            ""
+        };
+        let about = d.about.split_whitespace().collect::<Vec<_>>().join(" ");
+        table.push_str(&format!(
+            "| {flag} | {key} | {} | {} | {about}{list} |\n",
+            if d.committed { "yes" } else { "never" },
+            d.default.map_or("".to_string(), |v| format!("`{v}`")),
+        ));
+    }
+    table
+}
+
+/// Where a layer's settings were read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// The user's git config (repository, then global).
+    GitConfig,
+    /// The `.agentgit` committed at the base.
+    Committed,
+    #[cfg(test)]
+    Test,
+}
+
+impl Origin {
+    fn name(self) -> &'static str {
+        match self {
+            Origin::GitConfig => "git config",
+            Origin::Committed => ".agentgit",
+            #[cfg(test)]
+            Origin::Test => "test",
+        }
+    }
+}
+
+/// The settings flags of `fix`: one for each setting that has one.
+#[derive(Debug, Clone, Default)]
+pub struct SettingFlags(pub Layer);
+
+/// The settings flags of `tests`: those of a test run.
+#[derive(Debug, Clone, Default)]
+pub struct TestFlags(pub Layer);
+
+/// The settings `tests` offers flags for.
+const OF_TESTS: &[&str] = &["test_cmd", "setup_cmd", "test_timeout"];
+
+macro_rules! flags_of {
+    ($type:ident, $selection:expr) => {
+        impl clap::FromArgMatches for $type {
+            fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+                Ok($type(flags_layer(matches)))
+            }
+            fn update_from_arg_matches(
+                &mut self,
+                matches: &clap::ArgMatches,
+            ) -> Result<(), clap::Error> {
+                self.0 = flags_layer(matches);
+                Ok(())
+            }
+        }
+        impl clap::Args for $type {
+            fn augment_args(cmd: clap::Command) -> clap::Command {
+                add_flags(cmd, $selection)
+            }
+            fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+                add_flags(cmd, $selection)
+            }
+        }
+    };
+}
+flags_of!(SettingFlags, None);
+flags_of!(TestFlags, Some(OF_TESTS));
+
+fn one_value(config: &Config, origin: Origin, key: &str) -> Result<Option<String>, String> {
+    match config.get_string(key) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(format!("{key} in {}: {}", origin.name(), e.message())),
+    }
+}
+
+fn all_values(config: &Config, origin: Origin, key: &str) -> Result<Vec<String>, String> {
+    let mut values = Vec::new();
+    if let Ok(entries) = config.multivar(key, None) {
+        entries
+            .for_each(|entry| {
+                if let Ok(value) = entry.value() {
+                    values.push(value.to_string());
+                }
+            })
+            .map_err(|e| format!("{key} in {}: {}", origin.name(), e.message()))?;
+    }
+    Ok(values)
+}
+
+/// Any text.
+fn text(value: &str) -> Result<String, String> {
+    Ok(value.to_string())
+}
+
+/// A whole number of type `T`.
+fn whole<T: std::str::FromStr>(value: &str) -> Result<T, String> {
+    value
+        .trim()
+        .parse::<T>()
+        .map_err(|_| format!("`{value}` is not a whole number (or is too large)"))
+}
+
+/// A count that is at least 1.
+fn count(value: &str) -> Result<u32, String> {
+    whole::<u32>(value)?
+        .checked_sub(1)
+        .map(|n| n + 1)
+        .ok_or_else(|| format!("`{value}` is not at least 1"))
+}
+
+/// Seconds, at least 1.
+fn seconds(value: &str) -> Result<u64, String> {
+    match whole::<u64>(value)? {
+        0 => Err(format!("`{value}` is not at least 1 second")),
+        secs => Ok(secs),
+    }
+}
+
+/// A context window, at least 1000 tokens.
+fn window(value: &str) -> Result<u64, String> {
+    match whole::<u64>(value)? {
+        tokens if tokens >= 1000 => Ok(tokens),
+        _ => Err(format!("`{value}` is less than 1000 tokens")),
     }
 }
 
@@ -101,13 +544,10 @@ pub fn config_layers(repo: &Repository, base: Oid) -> Result<Vec<Layer>, String>
     let config = repo
         .config()
         .map_err(|e| format!("cannot read git config: {e}"))?;
-    let mut layers = vec![read_layer(&config, "git config")?];
+    let mut layers = vec![read_layer(&config, Origin::GitConfig)?];
     if let Some(text) = crate::workspace::read_blob(repo, base, ".agentgit") {
         let team = open_committed(&text)?;
-        let mut team = read_layer(&team, ".agentgit")?;
-        team.allow_write.clear();
-        team.allow_read.clear();
-        layers.push(team);
+        layers.push(read_layer(&team, Origin::Committed)?);
     }
     Ok(layers)
 }
@@ -161,70 +601,6 @@ fn include_section(text: &[u8]) -> Option<String> {
             .collect();
         let lower = name.to_ascii_lowercase();
         (lower == "include" || lower == "includeif").then_some(name)
-    })
-}
-
-fn read_layer(config: &Config, origin: &str) -> Result<Layer, String> {
-    let string = |key: &str| match config.get_string(key) {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
-        Err(e) => Err(format!("{key} in {origin}: {}", e.message())),
-    };
-    let number = |key: &str| -> Result<Option<u64>, String> {
-        match string(key)? {
-            None => Ok(None),
-            Some(v) => v
-                .trim()
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|_| format!("{key} in {origin} must be a whole number, not `{v}`")),
-        }
-    };
-    let all = |key: &str| -> Result<Vec<String>, String> {
-        let mut values = Vec::new();
-        if let Ok(entries) = config.multivar(key, None) {
-            entries
-                .for_each(|entry| {
-                    if let Ok(value) = entry.value() {
-                        values.push(value.to_string());
-                    }
-                })
-                .map_err(|e| format!("{key} in {origin}: {}", e.message()))?;
-        }
-        Ok(values)
-    };
-    let small = |key: &str| -> Result<Option<u32>, String> {
-        number(key)?
-            .map(|n| u32::try_from(n).map_err(|_| format!("{key} in {origin} is too large")))
-            .transpose()
-    };
-    let max_cost = match string("agent-git.maxCost")? {
-        None => None,
-        Some(v) => {
-            Some(parse_dollars(&v).map_err(|e| format!("agent-git.maxCost in {origin}: {e}"))?)
-        }
-    };
-    let max_file_size = match string("agent-git.maxFileSize")? {
-        None => None,
-        Some(v) => {
-            Some(parse_size(&v).map_err(|e| format!("agent-git.maxFileSize in {origin}: {e}"))?)
-        }
-    };
-    Ok(Layer {
-        model: string("agent-git.model")?,
-        test_cmd: string("agent-git.testCmd")?,
-        test_timeout: number("agent-git.testTimeout")?,
-        max_turns: small("agent-git.maxTurns")?,
-        protect: all("agent-git.protect")?,
-        max_cost,
-        max_tokens: small("agent-git.maxTokens")?,
-        price: string("agent-git.price")?,
-        setup_cmd: string("agent-git.setupCmd")?,
-        max_file_size,
-        token_param: string("agent-git.tokenParam")?,
-        context_window: number("agent-git.contextWindow")?,
-        allow_write: all("agent-git.sandbox.allowWrite")?,
-        allow_read: all("agent-git.sandbox.allowRead")?,
     })
 }
 
@@ -289,20 +665,45 @@ mod tests {
             Settings {
                 model: Some("script:a.json".into()),
                 test_cmd: Some("make check".into()),
-                test_timeout: DEFAULT_TEST_TIMEOUT,
                 max_turns: 5,
                 protect: vec!["golden/".into(), "fixtures/".into()],
-                max_cost: None,
-                max_tokens: DEFAULT_MAX_TOKENS,
-                price: None,
-                setup_cmd: None,
-                max_file_size: crate::workspace::DEFAULT_MAX_FILE_SIZE,
-                token_param: None,
-                context_window: None,
-                allow_write: vec![],
-                allow_read: vec![],
+                ..defaults()
             }
         );
+    }
+
+    #[test]
+    fn every_default_is_the_value_its_text_says() {
+        let d = defaults();
+        assert_eq!(d.test_timeout, 300);
+        assert_eq!(d.max_turns, 30);
+        assert_eq!(d.max_tokens, 8192);
+        assert_eq!(d.max_file_size, 10 << 20);
+        assert_eq!(d.max_retries, 4);
+        assert_eq!(d.request_timeout, 600);
+        assert_eq!(d.map_tokens, 2000);
+        assert_eq!(d.max_command_timeout, 600);
+        assert_eq!((d.model, d.max_cost, d.protect), (None, None, vec![]));
+    }
+
+    #[test]
+    fn every_setting_has_one_key_and_flag_and_the_sandbox_ones_are_never_committed() {
+        let all = definitions();
+        for (i, d) in all.iter().enumerate() {
+            assert!(d.key.starts_with("agent-git."), "{d:?}");
+            assert!(
+                all[i + 1..]
+                    .iter()
+                    .all(|e| e.key != d.key && (e.flag.is_none() || e.flag != d.flag)),
+                "{d:?}"
+            );
+            assert!(!d.about.trim().is_empty(), "{d:?}");
+            assert_eq!(
+                d.key.starts_with("agent-git.sandbox."),
+                !d.committed,
+                "{d:?}"
+            );
+        }
     }
 
     #[test]
@@ -329,31 +730,33 @@ mod tests {
              \tcontextWindow = 32768\n[agent-git \"sandbox\"]\n\tallowWrite = /c\n",
         )
         .unwrap();
-        let layer = read_layer(&Config::open(&path).unwrap(), "test").unwrap();
+        let layer = read_layer(&Config::open(&path).unwrap(), Origin::Test).unwrap();
         assert_eq!(
             layer,
             Layer {
                 model: Some("script:x.json".into()),
                 test_cmd: Some("make test".into()),
-                test_timeout: None,
                 max_turns: Some(7),
                 protect: vec!["a/".into(), "*.snap".into()],
                 max_cost: Some(2.5),
-                max_tokens: None,
                 price: Some("3 15".into()),
                 setup_cmd: Some("npm ci".into()),
                 max_file_size: Some(2 << 20),
                 token_param: Some("max_tokens".into()),
                 context_window: Some(32768),
                 allow_write: vec!["/c".into()],
-                allow_read: vec![],
+                ..Layer::default()
             }
         );
+        // A committed file sets no sandbox setting.
+        let committed = read_layer(&Config::open(&path).unwrap(), Origin::Committed).unwrap();
+        assert_eq!(committed.allow_write, Vec::<String>::new());
+        assert_eq!(committed.test_cmd.as_deref(), Some("make test"));
         std::fs::write(&path, "[agent-git]\n\tmaxTurns = lots\n").unwrap();
-        let err = read_layer(&Config::open(&path).unwrap(), "test").unwrap_err();
+        let err = read_layer(&Config::open(&path).unwrap(), Origin::Test).unwrap_err();
         assert_eq!(
             err,
-            "agent-git.maxTurns in test must be a whole number, not `lots`"
+            "agent-git.maxTurns in test: `lots` is not a whole number (or is too large)"
         );
     }
 

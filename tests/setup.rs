@@ -299,10 +299,18 @@ fn the_readme_and_help_name_the_same_options_and_exit_codes() {
             })
             .collect()
     };
-    let readme_flags: BTreeSet<String> = table_rows("`agent-git fix [TASK] [OPTIONS]`")
+    let flag_of = |cell: &String| cell.split([' ', '`']).next().unwrap().to_string();
+    let mut readme_flags: BTreeSet<String> = table_rows("`agent-git fix [TASK] [OPTIONS]`")
         .iter()
-        .map(|cell| cell.split([' ', '`']).next().unwrap().to_string())
+        .map(flag_of)
         .collect();
+    // The settings' flags are in the settings table, which the definitions write.
+    readme_flags.extend(
+        table_rows("### Settings")
+            .iter()
+            .filter(|cell| cell.starts_with("--"))
+            .map(flag_of),
+    );
     let readme_codes: BTreeSet<String> = table_rows("## Exit codes").into_iter().collect();
     let (flags, codes) = help_contract(&env);
     assert_eq!(
@@ -313,6 +321,45 @@ fn the_readme_and_help_name_the_same_options_and_exit_codes() {
         readme_codes, codes,
         "the README's exit codes and `fix --help`"
     );
+}
+
+/// The README's settings table is the one the settings' definitions write, and `--help`
+/// gives each setting's key and default as its definition does.
+#[test]
+fn the_settings_table_and_help_are_the_definitions() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table = agent_git::settings::table();
+    assert!(
+        readme.contains(&format!("### Settings\n\n{table}")),
+        "the README's settings table (under `### Settings`) is not what the definitions say; \
+         it should be:\n{table}"
+    );
+    let env = TestEnv::new();
+    let out = env.agent(env.path(), &["fix", "--help"]);
+    let help = stdout(&out)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for definition in agent_git::settings::definitions() {
+        let Some(flag) = definition.flag else {
+            continue;
+        };
+        assert!(
+            help.contains(&format!("--{flag} <{}>", definition.value_name)),
+            "{flag}"
+        );
+        assert!(
+            help.contains(&definition.help()),
+            "{flag}: {}",
+            definition.help()
+        );
+        if let Some(default) = definition.default {
+            assert!(definition
+                .help()
+                .ends_with(&format!("[default: {default}]")));
+        }
+    }
 }
 
 /// A committed `.agentgit` that includes another file is refused, by `fix` and by `check`:

@@ -26,8 +26,6 @@ pub type Reader = Box<dyn Fn(&str) -> Option<String>>;
 /// repository the list costs megabytes, and no longer than the brief needs it.
 pub type Lister = Box<dyn Fn() -> Vec<String>>;
 
-/// The map's default budget in tokens.
-pub const DEFAULT_MAP_TOKENS: usize = 2_000;
 /// The most the failing tests' context may take, in bytes.
 const MAX_FAILURE_CONTEXT_BYTES: usize = 8_000;
 /// The brief's parts may each take at most this share of a small context window.

@@ -2,7 +2,6 @@
 
 use super::CliError;
 use clap::Args;
-use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]
 pub struct ApplyArgs {
@@ -12,13 +11,12 @@ pub struct ApplyArgs {
     /// left out) instead of one squashed commit.
     #[arg(long)]
     pub merge: bool,
-    /// The repository [default: the one containing the current directory].
-    #[arg(long)]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: super::RepoArg,
 }
 
 pub fn run(args: ApplyArgs) -> Result<u8, CliError> {
-    let repo = super::open_repo(args.repo.as_deref())?;
+    let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
     let run = crate::runs::resolve(&runs, &args.run)?;
     let landed = crate::runs::apply(&repo, run, args.merge)?;

@@ -9,11 +9,10 @@ use crate::check::{
 };
 use crate::model::ModelSpec;
 use crate::settings::Layer;
-use crate::workspace::{open_user_repo, resolve_base, SetupError};
+use crate::workspace::{resolve_base, SetupError};
 use clap::Args;
 use git2::Repository;
 use std::io::Read;
-use std::path::PathBuf;
 
 pub const CHECK_HELP: &str = "\
 As a pre-push hook (agent-git hook install), by git config:
@@ -44,9 +43,8 @@ pub struct CheckArgs {
     /// agent-git.prePush decides what happens when the tests fail.
     #[arg(long)]
     pub pre_push: bool,
-    /// The repository [default: the one containing the current directory].
-    #[arg(long, value_name = "PATH")]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: super::RepoArg,
 }
 
 pub fn run(args: CheckArgs) -> Result<u8, CliError> {
@@ -62,7 +60,7 @@ pub fn run(args: CheckArgs) -> Result<u8, CliError> {
             ))
         }
     };
-    let repo = open(&args.repo)?;
+    let repo = args.repo.open()?;
     let base = resolve_base(&repo, &rev).map_err(|e| match e {
         SetupError::UnknownBase(rev) => CliError::Usage(format!(
             "unknown revision `{rev}`; name a branch, tag or commit that exists"
@@ -86,15 +84,6 @@ pub fn run(args: CheckArgs) -> Result<u8, CliError> {
     })
 }
 
-fn open(repo: &Option<PathBuf>) -> Result<Repository, CliError> {
-    let start = match repo {
-        Some(path) => path.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| CliError::Usage(format!("no current directory: {e}")))?,
-    };
-    Ok(open_user_repo(&start)?)
-}
-
 /// The hook: 0 lets the push go on, 1 refuses it. Whatever keeps agent-git from testing is
 /// said, and refuses only with agent-git.prePush.strict.
 fn pre_push(args: CheckArgs) -> u8 {
@@ -102,7 +91,7 @@ fn pre_push(args: CheckArgs) -> u8 {
         eprintln!("agent-git: AGENT_GIT_SKIP=1: this push is not tested.");
         return 0;
     }
-    let repo = match open(&args.repo) {
+    let repo = match args.repo.open() {
         Ok(repo) => repo,
         Err(e) => return cannot_work(&e.to_string(), None),
     };
@@ -248,10 +237,7 @@ fn start_fixes(repo: &Repository, commits: &[git2::Oid]) {
 
 /// Whether a fix run would find a model: AGENT_GIT_MODEL, git config or `.agentgit`.
 fn model_configured(repo: &Repository, commit: git2::Oid) -> Result<(), String> {
-    let env = Layer {
-        model: std::env::var("AGENT_GIT_MODEL").ok(),
-        ..Layer::default()
-    };
+    let env = Layer::from_env()?;
     let settings = crate::prepare::settings_at(repo, commit, env).map_err(|e| e.to_string())?;
     let spec = settings.model.ok_or(
         "agent-git.prePush is fix, but no model is configured; set one with `git config \

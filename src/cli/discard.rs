@@ -2,19 +2,17 @@
 
 use super::CliError;
 use clap::Args;
-use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]
 pub struct DiscardArgs {
     /// The run: its branch or run id, or an unambiguous prefix of either.
     pub run: String,
-    /// The repository [default: the one containing the current directory].
-    #[arg(long)]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: super::RepoArg,
 }
 
 pub fn run(args: DiscardArgs) -> Result<u8, CliError> {
-    let repo = super::open_repo(args.repo.as_deref())?;
+    let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
     let run = crate::runs::resolve(&runs, &args.run)?;
     crate::runs::discard(&repo, run)?;

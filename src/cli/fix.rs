@@ -2,19 +2,19 @@
 
 use super::CliError;
 use crate::agent::{Budget, SYSTEM_PROMPT};
-use crate::brief::{Brief, Instructions, DEFAULT_MAP_TOKENS};
+use crate::brief::{Brief, Instructions};
 use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
 use crate::prepare::{
     plan_of_files, settings_at, tests_at, tests_for_plan, AskedPython, Confirmed, PrepareError,
     TestsAt,
 };
 use crate::run::{execute, RunPlan};
-use crate::settings::{parse_dollars, Layer, Settings};
+use crate::settings::{SettingFlags, Settings};
 use crate::text::for_terminal;
 use crate::verify::RoomAhead;
 use crate::workspace::{
-    base_reader, check_branch_free, open_user_repo, resolve_base, snapshot_working_tree,
-    uncommitted, BaseInfo, SetupError,
+    base_reader, check_branch_free, resolve_base, snapshot_working_tree, uncommitted, BaseInfo,
+    SetupError,
 };
 use clap::Args;
 use git2::Repository;
@@ -30,40 +30,14 @@ pub struct FixArgs {
     /// What the agent should do.
     #[arg(default_value = DEFAULT_TASK)]
     pub task: String,
-    /// The repository to work on [default: the one containing the current directory].
-    #[arg(long, value_name = "PATH")]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: super::RepoArg,
     /// The commit the run's branch starts from.
     #[arg(long, value_name = "REV", default_value = "HEAD")]
     pub base: String,
     /// The branch to create [default: agent/<slug of the task>-<run id>]; must not exist.
     #[arg(long, value_name = "NAME")]
     pub branch: Option<String>,
-    /// The model: anthropic:MODEL, openai:MODEL, script:PATH or replay:PATH. Also from
-    /// AGENT_GIT_MODEL or git config agent-git.model.
-    #[arg(long, value_name = "SPEC", env = "AGENT_GIT_MODEL")]
-    pub model: Option<String>,
-    /// Shell command that runs the tests, in the clean room: the branch's committed tree,
-    /// outside your checkout [default: git config agent-git.testCmd, else detected from the
-    /// repository's files].
-    #[arg(long, value_name = "CMD")]
-    pub test_cmd: Option<String>,
-    /// Shell command run in the clean room before the first test run, and again only when the
-    /// files it depends on change (package.json, lock files, requirements, pyproject.toml,
-    /// ...): an install step such as `npm ci --offline` [default: git config
-    /// agent-git.setupCmd].
-    #[arg(long, value_name = "CMD")]
-    pub setup_cmd: Option<String>,
-    /// Seconds one test run may take before its whole process group is killed [default: 300].
-    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
-    pub test_timeout: Option<u64>,
-    /// Most model replies the run may use [default: 30].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_turns: Option<u32>,
-    /// Gitignore-style pattern of more paths the agent may not change (repeatable); added to
-    /// the defaults and to git config agent-git.protect.
-    #[arg(long = "protect", value_name = "GLOB")]
-    pub protect: Vec<String>,
     /// Keep the run's work tree after the run (it is removed by default; the branch stays).
     #[arg(long)]
     pub keep_worktree: bool,
@@ -73,24 +47,10 @@ pub struct FixArgs {
     /// Write the whole conversation (system, tools, messages) as JSON to PATH.
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
-    /// Most tokens in one model reply [default: 8192, or git config agent-git.maxTokens].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_tokens: Option<u32>,
-    /// End the run when its model cost reaches USD dollars (outcome cost-limit) [default: git
-    /// config agent-git.maxCost, else no limit]. Needs a known price for the model.
-    #[arg(long, value_name = "USD", value_parser = parse_dollars)]
-    pub max_cost: Option<f64>,
-    /// Retries of a failed API call (408, 409, 429, 5xx, connection errors), with backoff.
-    #[arg(long, value_name = "N", default_value_t = 4)]
-    pub max_retries: u32,
-    /// Seconds one API call may take.
-    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub request_timeout: u64,
-    /// The model's context window in tokens; near it, old tool results are dropped
-    /// [default: git config agent-git.contextWindow, else known per model, else asked of a
-    /// local server].
-    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1000..))]
-    pub context_window: Option<u64>,
+    /// Settings: from these flags, else the environment, git config or a committed
+    /// `.agentgit`, else their defaults.
+    #[command(flatten)]
+    pub settings: SettingFlags,
     /// Save every API request and response of the run (never the key) to PATH, for
     /// `--model replay:PATH`.
     #[arg(long, value_name = "PATH")]
@@ -99,10 +59,6 @@ pub struct FixArgs {
     /// arrives; without streaming, Anthropic allows --max-tokens up to 21333.
     #[arg(long)]
     pub no_stream: bool,
-    /// The size in tokens of the repository map in the first message: source files and their
-    /// definitions, the files nearest the failing tests first. 0 leaves it out.
-    #[arg(long, value_name = "TOKENS", default_value_t = DEFAULT_MAP_TOKENS)]
-    pub map_tokens: usize,
     /// Start from your working tree as it is (tracked files and untracked ones not ignored)
     /// instead of HEAD: a commit of it on top of HEAD becomes the run's base. Your index,
     /// HEAD and files are not touched.
@@ -133,23 +89,6 @@ pub struct FixArgs {
     /// branch (outcome already-passing, exit 0). For hooks and CI jobs.
     #[arg(long)]
     pub if_failing: bool,
-    /// A directory that commands and tests may write to although the sandbox is on, e.g. a
-    /// shared build cache (repeatable; also git config agent-git.sandbox.allowWrite, never a
-    /// committed .agentgit). The report lists them.
-    #[arg(long, value_name = "DIR")]
-    pub allow_write: Vec<PathBuf>,
-    /// A path under HOME that commands and tests may read, besides the toolchains' homes and
-    /// caches they see there (repeatable; also git config agent-git.sandbox.allowRead, never a
-    /// committed .agentgit). The rest of HOME is empty to them.
-    #[arg(long, value_name = "PATH")]
-    pub allow_read: Vec<PathBuf>,
-    /// Files larger than this are not committed (the model is told) [default: 10m, or git
-    /// config agent-git.maxFileSize]. Bytes, or with a unit: 512k, 10m, 1g.
-    #[arg(long, value_name = "SIZE", value_parser = crate::settings::parse_size)]
-    pub max_file_size: Option<u64>,
-    /// The longest a run_command call may take, in seconds (the model asks for 120 by default).
-    #[arg(long, value_name = "SECS", default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_command_timeout: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -225,11 +164,7 @@ fn waiting_line(
 fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliError> {
     let started = std::time::Instant::now();
     let usage = CliError::Usage;
-    let start = match &args.repo {
-        Some(path) => path.clone(),
-        None => std::env::current_dir().map_err(|e| usage(format!("no current directory: {e}")))?,
-    };
-    let repo = open_user_repo(&start)?;
+    let repo = args.repo.open()?;
     let earlier = match &args.resume {
         Some(query) => Some(earlier_attempt(&repo, query)?),
         None => None,
@@ -241,30 +176,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
     // With --if-failing, only once it is known that a run follows (below).
     let uncommitted =
         (earlier.is_none() && !args.dirty && !args.if_failing).then(|| Uncommitted::look(&repo));
-    let flags = Layer {
-        model: args.model.clone(),
-        test_cmd: args.test_cmd.clone(),
-        test_timeout: args.test_timeout,
-        max_turns: args.max_turns,
-        protect: args.protect.clone(),
-        max_cost: args.max_cost,
-        max_tokens: args.max_tokens,
-        price: None,
-        setup_cmd: args.setup_cmd.clone(),
-        max_file_size: args.max_file_size,
-        token_param: None,
-        context_window: args.context_window,
-        allow_write: args
-            .allow_write
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect(),
-        allow_read: args
-            .allow_read
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect(),
-    };
+    let flags = args.settings.0.clone();
     let settings = settings_at(&repo, base.id, flags).map_err(prepare_error)?;
     // Where a test run will come, the clean room is made ready meanwhile.
     let ahead = || -> Result<RoomAhead, CliError> {
@@ -289,7 +201,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
         &settings,
         model.model_name(),
         settings.context_window.or(model.context_window()),
-        args.max_command_timeout,
+        settings.max_command_timeout,
     )
     .map_err(usage)?;
     let sandbox = match args.sandbox {
@@ -329,7 +241,7 @@ fn prepare(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<RunPlan, CliE
             Brief::new(
                 list_files,
                 base_read,
-                args.map_tokens,
+                settings.map_tokens,
                 budget.context_window,
             )
         }
@@ -542,11 +454,7 @@ fn interactive(asked: bool) -> bool {
 
 /// The instructions file of the repository the command names, at its base, if there is one.
 fn instructions_at(args: &FixArgs) -> Option<Instructions> {
-    let start = match &args.repo {
-        Some(path) => path.clone(),
-        None => std::env::current_dir().ok()?,
-    };
-    let repo = open_user_repo(&start).ok()?;
+    let repo = args.repo.open().ok()?;
     let base = resolve_base(&repo, &args.base).ok()?;
     let (_, read) = base_reader(&repo, base.id).ok()?;
     Instructions::find(&read)
@@ -575,8 +483,8 @@ fn open_configured_model(settings: &Settings, args: &FixArgs) -> Result<Box<dyn 
     let options = ModelOptions {
         max_tokens: settings.max_tokens,
         token_limit,
-        max_retries: args.max_retries,
-        request_timeout: Duration::from_secs(args.request_timeout),
+        max_retries: settings.max_retries,
+        request_timeout: Duration::from_secs(settings.request_timeout),
         record: args.record.clone(),
         context_window: settings.context_window,
         stream: !args.no_stream,

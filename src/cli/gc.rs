@@ -3,14 +3,11 @@
 
 use super::CliError;
 use clap::Args;
-use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]
 pub struct GcArgs {
-    /// The repository [default: the one containing the current directory, if any]. Temp dirs
-    /// and cgroups are removed either way.
-    #[arg(long)]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: super::RepoArg,
     /// Also delete the branches (with their kept work trees and transcripts) of runs finished
     /// longer ago than AGE, its unit spelled out: `14days`, `2weeks`, `12hours`, `90minutes`,
     /// `1month` (`14d`, `2w`, `12h` too; `1m` is refused as it could be either).
@@ -33,12 +30,7 @@ pub struct GcArgs {
 /// went down), and the work trees and clean rooms kept for the next runs; a run still going
 /// keeps everything. Branches stay unless --older-than or --failed asks for them.
 pub fn run(args: GcArgs) -> Result<u8, CliError> {
-    let repo = match &args.repo {
-        Some(path) => Some(crate::workspace::open_user_repo(path)?),
-        None => std::env::current_dir()
-            .ok()
-            .and_then(|dir| crate::workspace::open_user_repo(&dir).ok()),
-    };
+    let repo = args.repo.open_if_any()?;
     if args.include_unapplied && args.older_than.is_none() {
         return Err(CliError::Usage(
             "--include-unapplied goes with --older-than (--failed never deletes a passed run)"

@@ -3,7 +3,6 @@
 use super::CliError;
 use crate::check::install::{hooks_dir, install, uninstall, Installed, Uninstalled, CHAINED};
 use clap::{Args, Subcommand};
-use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -22,19 +21,13 @@ pub enum HookAction {
 
 #[derive(Debug, Args)]
 pub struct RepoArg {
-    /// The repository [default: the one containing the current directory].
-    #[arg(long, value_name = "PATH")]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: super::RepoArg,
 }
 
 pub fn run(args: HookArgs) -> Result<u8, CliError> {
     let (HookAction::Install(place) | HookAction::Uninstall(place)) = &args.action;
-    let start = match &place.repo {
-        Some(path) => path.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| CliError::Usage(format!("no current directory: {e}")))?,
-    };
-    let repo = crate::workspace::open_user_repo(&start)?;
+    let repo = place.repo.open()?;
     let dir = hooks_dir(&repo).map_err(CliError::Usage)?;
     let hook = dir.join("pre-push");
     let hook = hook.display();

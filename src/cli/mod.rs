@@ -72,7 +72,7 @@ pub enum Command {
     Check(check::CheckArgs),
     /// A dry run before spending on a model: the test command and why, the environment, the
     /// inventory, and whether the tests fail, pass or cannot run.
-    Tests(tests::TestsArgs),
+    Tests(Box<tests::TestsArgs>),
     /// Run an eval suite (each task N times, as ordinary runs), report results, import tasks.
     Eval(Box<eval::EvalArgs>),
     /// Install or remove agent-git's pre-push hook.
@@ -171,14 +171,33 @@ impl From<crate::runs::RunsError> for CliError {
     }
 }
 
-/// The repository at `path`, or the one containing the current directory.
-fn open_repo(path: Option<&std::path::Path>) -> Result<git2::Repository, CliError> {
-    let dir = match path {
-        Some(path) => path.to_path_buf(),
-        None => std::env::current_dir()
-            .map_err(|e| CliError::Usage(format!("cannot read the current directory: {e}")))?,
-    };
-    Ok(crate::workspace::open_user_repo(&dir)?)
+/// The repository a command works on: `--repo`, defined once for every command.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RepoArg {
+    /// The repository [default: the one containing the current directory].
+    #[arg(long = "repo", value_name = "PATH")]
+    pub path: Option<std::path::PathBuf>,
+}
+
+impl RepoArg {
+    /// The repository named, or the one containing the current directory.
+    pub fn open(&self) -> Result<git2::Repository, CliError> {
+        let dir = match &self.path {
+            Some(path) => path.clone(),
+            None => std::env::current_dir()
+                .map_err(|e| CliError::Usage(format!("cannot read the current directory: {e}")))?,
+        };
+        Ok(crate::workspace::open_user_repo(&dir)?)
+    }
+
+    /// The repository named (an error if it is none), else the one containing the current
+    /// directory if there is one.
+    pub fn open_if_any(&self) -> Result<Option<git2::Repository>, CliError> {
+        match &self.path {
+            Some(_) => self.open().map(Some),
+            None => Ok(self.open().ok()),
+        }
+    }
 }
 
 /// Runs a parsed command line; the result is the process exit code.
@@ -207,7 +226,7 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Demo(args) => demo::run(args),
         Command::Runs(args) => runs::run(args),
         Command::Show(args) => show::run(args),
-        Command::Tests(args) => tests::run(args),
+        Command::Tests(args) => tests::run(*args),
         Command::Apply(args) => apply::run(args),
         Command::Discard(args) => discard::run(args),
         Command::Transcript(args) => transcript::run(args),

@@ -2,7 +2,6 @@
 
 use super::CliError;
 use clap::Args;
-use std::path::PathBuf;
 
 #[derive(Debug, Clone, Args)]
 pub struct RunsArgs {
@@ -12,13 +11,12 @@ pub struct RunsArgs {
     /// Print one JSON array instead of the table.
     #[arg(long)]
     pub json: bool,
-    /// The repository [default: the one containing the current directory].
-    #[arg(long)]
-    pub repo: Option<PathBuf>,
+    #[command(flatten)]
+    pub repo: super::RepoArg,
 }
 
 pub fn run(args: RunsArgs) -> Result<u8, CliError> {
-    let repo = super::open_repo(args.repo.as_deref())?;
+    let repo = args.repo.open()?;
     let all = crate::runs::list(&repo)?;
     let now = crate::runs::now();
     let (shown, hidden): (Vec<_>, Vec<_>) = all

@@ -4,10 +4,9 @@
 
 use super::CliError;
 use crate::check::{describe_dry_run, Checker};
-use crate::settings::Layer;
+use crate::settings::TestFlags;
 use crate::workspace::{resolve_base, SetupError};
 use clap::Args;
-use std::path::PathBuf;
 
 pub const TESTS_HELP: &str = "\
 The commit's tests run once in a clean room, as a fix run's first test run would: the same
@@ -26,19 +25,11 @@ pub struct TestsArgs {
     /// The commit whose tests run [default: HEAD].
     #[arg(value_name = "REV")]
     pub rev: Option<String>,
-    /// The repository [default: the one containing the current directory].
-    #[arg(long, value_name = "PATH")]
-    pub repo: Option<PathBuf>,
-    /// Shell command that runs the tests [default: git config agent-git.testCmd, else
-    /// detected from the commit's files].
-    #[arg(long, value_name = "CMD")]
-    pub test_cmd: Option<String>,
-    /// Shell command run in the clean room before the tests (an install step).
-    #[arg(long, value_name = "CMD")]
-    pub setup_cmd: Option<String>,
-    /// Seconds the test run may take [default: 300].
-    #[arg(long, value_name = "SECS")]
-    pub test_timeout: Option<u64>,
+    #[command(flatten)]
+    pub repo: super::RepoArg,
+    /// The test run's settings, as `fix` takes them.
+    #[command(flatten)]
+    pub settings: TestFlags,
     /// Test again even if this tree was tested before with the same set-up.
     #[arg(long)]
     pub fresh: bool,
@@ -48,7 +39,7 @@ pub struct TestsArgs {
 }
 
 pub fn run(args: TestsArgs) -> Result<u8, CliError> {
-    let repo = super::open_repo(args.repo.as_deref())?;
+    let repo = args.repo.open()?;
     let rev = args.rev.unwrap_or_else(|| "HEAD".into());
     let base = resolve_base(&repo, &rev).map_err(|e| match e {
         SetupError::UnknownBase(rev) => CliError::Usage(format!(
@@ -56,12 +47,7 @@ pub fn run(args: TestsArgs) -> Result<u8, CliError> {
         )),
         other => other.into(),
     })?;
-    let flags = Layer {
-        test_cmd: args.test_cmd,
-        setup_cmd: args.setup_cmd,
-        test_timeout: args.test_timeout,
-        ..Layer::default()
-    };
+    let flags = args.settings.0;
     let mut checker = Checker::new(&repo);
     let found = checker
         .dry_run(base.id, flags, args.fresh, &mut |line| {

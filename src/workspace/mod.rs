@@ -132,9 +132,6 @@ fn run_apart(args: &[&std::ffi::OsStr]) -> Option<Result<(), String>> {
     })
 }
 
-/// Files larger than this are not committed unless configured otherwise.
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
-
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     #[error("git: {0}")]

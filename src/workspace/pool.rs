@@ -129,7 +129,7 @@ fn in_slot(
         worktree_path: path_of(repo, k),
         worktree_name: name_of(k),
         common_dir: repo.commondir().to_path_buf(),
-        max_file_size: super::DEFAULT_MAX_FILE_SIZE,
+        max_file_size: crate::settings::defaults().max_file_size,
         lease: Some(lease),
     }
 }

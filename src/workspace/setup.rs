@@ -200,7 +200,7 @@ pub(super) fn attach(
         worktree_path,
         worktree_name,
         common_dir,
-        max_file_size: super::DEFAULT_MAX_FILE_SIZE,
+        max_file_size: crate::settings::defaults().max_file_size,
         lease: Some((lease, lease_path)),
     })
 }
