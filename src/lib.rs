@@ -17,6 +17,7 @@ pub mod runs;
 pub mod sandbox;
 pub mod secrets;
 pub mod settings;
+pub mod start;
 pub mod testrun;
 pub mod text;
 pub mod tools;

@@ -14,20 +14,14 @@ pub struct HookArgs {
 pub enum HookAction {
     /// Install the pre-push hook in the repository's hooks directory (core.hooksPath, else
     /// the git dir's hooks/). A pre-push hook that is there is kept beside it and runs first.
-    Install(RepoArg),
+    Install(super::RepoArg),
     /// Remove agent-git's pre-push hook and put back the one that was there before.
-    Uninstall(RepoArg),
-}
-
-#[derive(Debug, Args)]
-pub struct RepoArg {
-    #[command(flatten)]
-    pub repo: super::RepoArg,
+    Uninstall(super::RepoArg),
 }
 
 pub fn run(args: HookArgs) -> Result<u8, CliError> {
     let (HookAction::Install(place) | HookAction::Uninstall(place)) = &args.action;
-    let repo = place.repo.open()?;
+    let repo = place.open()?;
     let dir = hooks_dir(&repo).map_err(CliError::Usage)?;
     let hook = dir.join("pre-push");
     let hook = hook.display();

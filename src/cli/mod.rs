@@ -155,6 +155,12 @@ impl From<crate::run::RunError> for CliError {
     }
 }
 
+impl From<crate::prepare::PrepareError> for CliError {
+    fn from(e: crate::prepare::PrepareError) -> Self {
+        CliError::Usage(e.to_string())
+    }
+}
+
 impl From<crate::workspace::SetupError> for CliError {
     fn from(e: crate::workspace::SetupError) -> Self {
         CliError::Usage(e.to_string())
@@ -237,5 +243,15 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
         Command::CheckOutRoom(args) => check_out_room(&args),
         Command::AddWorkTree(args) => add_work_tree(&args),
+    }
+}
+
+#[cfg(test)]
+mod definition {
+    /// clap's own checks of every command's definition (unique names and groups, ...),
+    /// which it otherwise makes only when that command is first parsed.
+    #[test]
+    fn every_command_is_well_defined() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
     }
 }
