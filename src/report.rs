@@ -27,6 +27,7 @@ pub struct Report<'a> {
     /// Dollars; None when no price is known for the model.
     pub cost: Option<f64>,
     pub max_cost: Option<f64>,
+    pub max_time: Option<std::time::Duration>,
     /// What the model adapter wants said (a replay's divergences).
     pub notes: &'a [String],
     /// How commands and tests were confined.
@@ -84,6 +85,13 @@ impl Report<'_> {
             Outcome::CostLimit => match self.max_cost {
                 Some(max) => format!("the cost budget of ${max:.2} was spent"),
                 None => "the cost budget was spent".to_string(),
+            },
+            Outcome::TimeLimit => match self.max_time {
+                Some(max) => format!(
+                    "the time budget of {} was spent",
+                    humantime::format_duration(max)
+                ),
+                None => "the time budget was spent".to_string(),
             },
             Outcome::Refused(why) if why.trim().is_empty() => {
                 "the model refused the task".to_string()
@@ -435,6 +443,7 @@ mod tests {
             },
             cost: Some(0.0123),
             max_cost: None,
+            max_time: None,
             notes: &[],
             sandbox: "no network",
             ended_early: None,

@@ -887,6 +887,7 @@ fn report<'a>(
         usage: &result.usage,
         cost: plan.budget.cost(&result.usage),
         max_cost: plan.budget.max_cost,
+        max_time: plan.budget.max_time,
         notes: &labels.notes,
         sandbox,
         ended_early: result.ended_early.as_deref(),

@@ -329,6 +329,16 @@ settings! {
         parse: whole::<usize>,
         default: "2000",
     }
+    /// End the run when it has taken this long (outcome time-limit): 90s, 10m, 1h30m, or
+    /// seconds. The final test run still comes, bounded by the test timeout [default: no
+    /// limit].
+    max_time: one std::time::Duration {
+        flag: "max-time",
+        value: "DURATION",
+        key: "agent-git.maxTime",
+        committed: true,
+        parse: duration,
+    }
     /// The longest a run_command call may take, in seconds (the model asks for 120 by
     /// default).
     max_command_timeout: defaulted u64 {
@@ -530,6 +540,22 @@ fn seconds(value: &str) -> Result<u64, String> {
     }
 }
 
+/// A span of time: seconds, or with units as `90s`, `10m`, `1h30m`, `2h 15m`; more than 0.
+fn duration(value: &str) -> Result<std::time::Duration, String> {
+    let text = value.trim();
+    let parsed = match text.parse::<u64>() {
+        Ok(secs) => Ok(std::time::Duration::from_secs(secs)),
+        Err(_) => humantime::parse_duration(text).map_err(|e| e.to_string()),
+    };
+    match parsed {
+        Ok(span) if !span.is_zero() => Ok(span),
+        Ok(_) => Err(format!("`{value}` is no time at all")),
+        Err(why) => Err(format!(
+            "`{value}` is not a duration such as 90s, 10m or 1h30m ({why})"
+        )),
+    }
+}
+
 /// A context window, at least 1000 tokens.
 fn window(value: &str) -> Result<u64, String> {
     match whole::<u64>(value)? {
@@ -684,6 +710,21 @@ mod tests {
         assert_eq!(d.map_tokens, 2000);
         assert_eq!(d.max_command_timeout, 600);
         assert_eq!((d.model, d.max_cost, d.protect), (None, None, vec![]));
+        assert_eq!(d.max_time, None);
+    }
+
+    #[test]
+    fn durations_read_with_or_without_units() {
+        let secs = std::time::Duration::from_secs;
+        assert_eq!(duration("90"), Ok(secs(90)));
+        assert_eq!(duration("90s"), Ok(secs(90)));
+        assert_eq!(duration("10m"), Ok(secs(600)));
+        assert_eq!(duration("1h30m"), Ok(secs(5400)));
+        assert_eq!(duration(" 2h 15m "), Ok(secs(8100)));
+        assert!(duration("0").is_err());
+        assert!(duration("0s").is_err());
+        assert!(duration("soon").unwrap_err().contains("not a duration"));
+        assert!(duration("-5m").is_err());
     }
 
     #[test]

@@ -107,6 +107,7 @@ pub fn plan_fix(
         model.model_name(),
         settings.context_window.or(model.context_window()),
         settings.max_command_timeout,
+        started,
     )
     .map_err(usage)?;
     let sandbox = request.sandbox;
@@ -390,12 +391,13 @@ fn open_configured_model(
     open_model(&spec, &options).map_err(usage)
 }
 
-/// The run's limits. A cost limit needs a price: from config, else the built-in table.
+/// The run's limits, its time counted from `started`. A cost limit needs a price: from config, else the built-in table.
 fn budget(
     settings: &Settings,
     model_name: Option<String>,
     window: Option<u64>,
     max_command_secs: u64,
+    started: std::time::Instant,
 ) -> Result<Budget, String> {
     let price = match (&settings.price, &model_name) {
         (Some(text), _) => Some(Price::parse(text)?),
@@ -416,6 +418,9 @@ fn budget(
         max_cost: settings.max_cost,
         price,
         context_window: window.or_else(|| model_name.as_deref().map(context_window_of)),
+        // From the command's start: the time the user waits is what the budget bounds.
+        max_time: settings.max_time,
+        deadline: settings.max_time.map(|time| started + time),
     })
 }
 

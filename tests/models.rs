@@ -649,3 +649,123 @@ fn the_key_is_not_in_the_test_environment_and_configuration_errors_exit_2() {
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("Test files and test-runner configuration are read-only"));
 }
+
+/// A reply that calls one tool.
+fn anthropic_call(id: &str, name: &str, input: Value) -> ResponseTemplate {
+    ok(anthropic_message(
+        "tool_use",
+        json!([{"type": "tool_use", "id": id, "name": name, "input": input}]),
+        anthropic_usage(10, 0, 0, 10),
+    ))
+}
+
+/// The time budget cuts a model call under way, and a command the model runs cannot go past
+/// it; the final test run still comes, and the report says which budget ended the run.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_time_budget_cuts_a_slow_call_and_bounds_a_command() {
+    let sleeper = anthropic_call(
+        "toolu_sleep",
+        "run_command",
+        json!({"command": "sleep 60", "timeout_secs": 120}),
+    );
+    let slow = ok(anthropic_message(
+        "end_turn",
+        json!([{"type": "text", "text": "Done."}]),
+        anthropic_usage(1, 0, 0, 1),
+    ))
+    .set_delay(std::time::Duration::from_secs(60));
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let transcript = env.path().join("t.json");
+    let transcript_arg = transcript.display().to_string();
+    // The slow call: cut at the deadline.
+    let server = fake_api("/v1/messages", vec![slow.clone()]).await;
+    let model = "anthropic:claude-sonnet-4-5";
+    let extra = ["--max-time", "3s"];
+    let out = run(claude_fix(
+        &env,
+        &repo,
+        &server,
+        model,
+        "agent/slow",
+        &extra,
+    ))
+    .await;
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(
+        env.trailer(&repo, "agent/slow", "Agent-Outcome"),
+        "time-limit"
+    );
+    let report = env.message(&repo, "agent/slow");
+    assert!(
+        report.contains("time-limit (the time budget of 3s was spent)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("1 passed, 1 failed"),
+        "the final test run: {report}"
+    );
+
+    // The command: killed when the run's time is up, not when its own timeout is.
+    let server = fake_api("/v1/messages", vec![sleeper, slow]).await;
+    let extra = ["--max-time", "4s", "--transcript", &transcript_arg];
+    let out = run(claude_fix(
+        &env,
+        &repo,
+        &server,
+        model,
+        "agent/sleep",
+        &extra,
+    ))
+    .await;
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let said = std::fs::read_to_string(&transcript).unwrap();
+    let killed = said
+        .split("killed after ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|secs| secs.parse::<u64>().ok());
+    assert!(killed.is_some_and(|secs| secs <= 4), "{said}");
+    assert_eq!(
+        env.trailer(&repo, "agent/sleep", "Agent-Outcome"),
+        "time-limit"
+    );
+}
+
+/// When the time runs out after a right fix, the final test run decides: passed, exit 0, and
+/// the report says the conversation ended on the time budget.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_right_fix_passes_when_the_time_runs_out_after_it() {
+    let fix = anthropic_call(
+        "toolu_fix",
+        "edit_file",
+        json!({"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}),
+    );
+    let slow = ok(anthropic_message(
+        "end_turn",
+        json!([{"type": "text", "text": "Done."}]),
+        anthropic_usage(1, 0, 0, 1),
+    ))
+    .set_delay(std::time::Duration::from_secs(60));
+    let server = fake_api("/v1/messages", vec![fix, slow]).await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let model = "anthropic:claude-sonnet-4-5";
+    let extra = ["--max-time", "8s"];
+    let out = run(claude_fix(
+        &env,
+        &repo,
+        &server,
+        model,
+        "agent/timed",
+        &extra,
+    ))
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report = env.message(&repo, "agent/timed");
+    assert!(
+        report.contains("the conversation ended early: the time budget was spent"),
+        "{report}"
+    );
+    assert_eq!(env.trailer(&repo, "agent/timed", "Agent-Outcome"), "passed");
+}

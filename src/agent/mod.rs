@@ -24,6 +24,8 @@ pub enum Outcome {
     AlreadyPassing,
     TurnLimit,
     CostLimit,
+    /// The run's time (`--max-time`) was spent.
+    TimeLimit,
     /// The same tool call kept giving the same result.
     Stuck,
     ModelError(String),
@@ -43,6 +45,7 @@ impl Outcome {
             Outcome::AlreadyPassing => "already-passing",
             Outcome::TurnLimit => "turn-limit",
             Outcome::CostLimit => "cost-limit",
+            Outcome::TimeLimit => "time-limit",
             Outcome::Stuck => "stuck",
             Outcome::ModelError(_) => "model-error",
             Outcome::Refused(_) => "refused",
@@ -57,7 +60,7 @@ impl Outcome {
     pub fn exit_code(&self) -> u8 {
         match self {
             Outcome::Passed | Outcome::AlreadyPassing => 0,
-            Outcome::TurnLimit | Outcome::CostLimit | Outcome::Stuck => 1,
+            Outcome::TurnLimit | Outcome::CostLimit | Outcome::TimeLimit | Outcome::Stuck => 1,
             Outcome::ModelError(_) | Outcome::Refused(_) => 3,
             Outcome::HarnessError(_) | Outcome::TestsCannotRun(_) => 4,
             Outcome::Interrupted => 130,
@@ -86,6 +89,7 @@ impl Outcome {
         match self {
             Outcome::TurnLimit => Some("the turn budget was spent".into()),
             Outcome::CostLimit => Some("the cost budget was spent".into()),
+            Outcome::TimeLimit => Some("the time budget was spent".into()),
             Outcome::Stuck => Some("the model repeated itself".into()),
             Outcome::ModelError(e) => Some(format!("the model failed: {e}")),
             Outcome::Refused(_) => Some("the model refused to go on".into()),
@@ -112,6 +116,10 @@ pub struct Budget {
     pub price: Option<Price>,
     /// Tokens; when a request nears it, old tool results are dropped.
     pub context_window: Option<u64>,
+    /// The run's time, and when it is up: no model call starts after it, one under way is
+    /// cut at it, and no command may run past it.
+    pub max_time: Option<Duration>,
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Budget {
@@ -291,6 +299,9 @@ impl Agent<'_> {
             if state.turns >= self.budget.max_turns {
                 return Outcome::TurnLimit;
             }
+            if self.time_left() == Some(Duration::ZERO) {
+                return Outcome::TimeLimit;
+            }
             if let (Some(max), Some(cost)) = (self.budget.max_cost, self.budget.cost(&state.usage))
             {
                 if cost >= max {
@@ -302,7 +313,18 @@ impl Agent<'_> {
                     self.shrink(state);
                 }
             }
-            let reply = match self.ask(state, tools).await {
+            let asked = match self.budget.deadline {
+                Some(deadline) => tokio::select! {
+                    reply = self.ask(state, tools) => Some(reply),
+                    _ = tokio::time::sleep_until(deadline.into()) => None,
+                },
+                None => Some(self.ask(state, tools).await),
+            };
+            let Some(asked) = asked else {
+                self.record(state, "model call cut off", "the time budget was spent");
+                return Outcome::TimeLimit;
+            };
+            let reply = match asked {
                 Ok(reply) => reply,
                 Err(ModelError::Interrupted) => return Outcome::Interrupted,
                 Err(ModelError::ContextOverflow { message, window }) => {
@@ -347,6 +369,13 @@ impl Agent<'_> {
                 Err(fatal) => return Outcome::HarnessError(fatal.to_string()),
             }
         }
+    }
+
+    /// What is left of the run's time, if it has a limit.
+    fn time_left(&self) -> Option<Duration> {
+        self.budget
+            .deadline
+            .map(|deadline| deadline.saturating_duration_since(std::time::Instant::now()))
     }
 
     async fn ask(&mut self, state: &mut Loop, tools: &[ToolSpec]) -> Result<Reply, ModelError> {
@@ -459,7 +488,11 @@ impl Agent<'_> {
             guard: self.guard,
             verifier: self.verifier,
             note,
-            max_command_secs: self.budget.max_command_secs,
+            max_command_secs: match self.time_left() {
+                // At least a second: a call made with no time left is refused by the loop.
+                Some(left) => self.budget.max_command_secs.min(left.as_secs().max(1)),
+                None => self.budget.max_command_secs,
+            },
             ask: self.ask,
             run_hooks: self.run_hooks,
         };

@@ -20,7 +20,8 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0    passed: the final clean-room test run passes with every test of the inventory (also
        after a budget stop), or the tests already passed (--if-failing)
-  1    tests still fail or vanished when a budget (turns, cost) or being stuck ends the run
+  1    tests still fail or vanished when a budget (turns, cost, time) or being stuck ends
+       the run
   2    usage or setup error, before any branch exists
   3    the model failed or refused, and the tests still fail (report written)
   4    the harness failed after the branch was created, or the test command cannot run at

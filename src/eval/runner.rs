@@ -199,6 +199,7 @@ fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Com
     for (flag, value) in [
         ("--test-cmd", &spec.test_cmd),
         ("--setup-cmd", &spec.setup_cmd),
+        ("--max-time", &spec.max_time),
     ] {
         if let Some(value) = value {
             cmd.arg(named(flag, value));

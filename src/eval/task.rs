@@ -20,6 +20,9 @@ pub struct TaskSpec {
     pub max_turns: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost: Option<f64>,
+    /// The run's time budget, as `fix --max-time` takes it (`10m`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_time: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -40,6 +43,7 @@ impl TaskSpec {
             ("prompt", Some(&self.prompt)),
             ("test_cmd", self.test_cmd.as_ref()),
             ("setup_cmd", self.setup_cmd.as_ref()),
+            ("max_time", self.max_time.as_ref()),
         ];
         let globs = self.protect.iter().map(|glob| ("protect", Some(glob)));
         fields
