@@ -28,6 +28,8 @@ pub struct Report<'a> {
     pub cost: Option<f64>,
     pub max_cost: Option<f64>,
     pub max_time: Option<std::time::Duration>,
+    /// How hard the model was asked to think.
+    pub reasoning: crate::model::Reasoning,
     /// What the model adapter wants said (a replay's divergences).
     pub notes: &'a [String],
     /// How commands and tests were confined.
@@ -112,6 +114,9 @@ impl Report<'_> {
         out.push(format!("Task: {}", task.next().unwrap_or("")));
         out.extend(task.map(|line| format!("  {line}")));
         out.push(format!("Model: {}", self.model));
+        if self.reasoning != crate::model::Reasoning::Off {
+            out.push(format!("Reasoning: {}", self.reasoning_line()));
+        }
         out.push(format!("Base: {} ({})", self.base, self.base_summary));
         out.push(format!("Outcome: {}", self.outcome_line()));
         out.push(format!("Turns: {} of {}", self.turns, self.max_turns));
@@ -177,6 +182,18 @@ impl Report<'_> {
         // escaped, so none of them adds a line (a trailer, a field) or drives a terminal.
         let lines: Vec<String> = out.iter().map(|line| crate::text::one_line(line)).collect();
         lines.join("\n") + "\n"
+    }
+
+    /// The reasoning asked, and its tokens where the API counts them apart.
+    fn reasoning_line(&self) -> String {
+        let mut line = self.reasoning.describe();
+        match (self.reasoning, self.usage.reasoning_tokens) {
+            (crate::model::Reasoning::Effort(_), tokens) => {
+                line.push_str(&format!(" ({tokens} reasoning tokens, of the output)"));
+            }
+            _ => line.push_str(" (its tokens are counted in the output)"),
+        }
+        line
     }
 
     fn tokens_line(&self) -> String {
@@ -333,6 +350,11 @@ impl Report<'_> {
             "report_commit": report_commit,
             "worktree": worktree,
             "usage": usage_json(self.usage),
+            "reasoning": {
+                "setting": self.reasoning.describe(),
+                "reasoning_tokens": matches!(self.reasoning, crate::model::Reasoning::Effort(_))
+                    .then_some(self.usage.reasoning_tokens),
+            },
             "cost_usd": self.cost,
             // What the report's Notes say: a model server's own words on a failure, say.
             "notes": self.notes,
@@ -440,10 +462,12 @@ mod tests {
                 output_tokens: 300,
                 cache_creation_input_tokens: 0,
                 cache_read_input_tokens: 3600,
+                reasoning_tokens: 0,
             },
             cost: Some(0.0123),
             max_cost: None,
             max_time: None,
+            reasoning: Default::default(),
             notes: &[],
             sandbox: "no network",
             ended_early: None,
@@ -518,7 +542,8 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                 "commits": ["c1"],
                 "report_commit": "r1",
                 "worktree": null,
-                "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3600, "cache_read_share": 0.75},
+                "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3600, "reasoning_tokens": 0, "cache_read_share": 0.75},
+                "reasoning": {"setting": "off", "reasoning_tokens": null},
                 "cost_usd": 0.0123
             })
         );

@@ -69,6 +69,8 @@ pub struct RunPlan {
     /// The settings the plan was made from: it is made again from them if python3's answer
     /// differs from what was remembered.
     pub settings: crate::settings::Settings,
+    /// How hard the model is asked to think.
+    pub reasoning: crate::model::Reasoning,
     /// What is to be said of the user's uncommitted changes, said as the run's start is: a
     /// status of a large checkout takes as long as the planning it is taken beside, which
     /// need not wait for it.
@@ -888,6 +890,7 @@ fn report<'a>(
         cost: plan.budget.cost(&result.usage),
         max_cost: plan.budget.max_cost,
         max_time: plan.budget.max_time,
+        reasoning: plan.reasoning,
         notes: &labels.notes,
         sandbox,
         ended_early: result.ended_early.as_deref(),

@@ -329,6 +329,25 @@ settings! {
         parse: whole::<usize>,
         default: "2000",
     }
+    /// How hard an Anthropic model thinks: a budget in tokens a reply (at least 1024),
+    /// adaptive (the newer models), or off; the reply's token limit grows to hold it
+    /// [default: by model family, see the docs].
+    thinking: one crate::model::Thinking {
+        flag: "thinking",
+        value: "TOKENS|adaptive|off",
+        key: "agent-git.thinking",
+        committed: true,
+        parse: crate::model::Thinking::parse,
+    }
+    /// How hard an OpenAI reasoning model reasons: minimal, low, medium or high [default:
+    /// medium for a reasoning model, none for others].
+    reasoning_effort: one crate::model::Effort {
+        flag: "reasoning-effort",
+        value: "EFFORT",
+        key: "agent-git.reasoningEffort",
+        committed: true,
+        parse: crate::model::Effort::parse,
+    }
     /// End the run when it has taken this long (outcome time-limit): 90s, 10m, 1h30m, or
     /// seconds. The final test run still comes, bounded by the test timeout [default: no
     /// limit].

@@ -4,7 +4,7 @@
 
 use crate::agent::{Budget, SYSTEM_PROMPT};
 use crate::brief::{Brief, Instructions};
-use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, TokenLimit};
+use crate::model::{open_model, Model, ModelOptions, ModelSpec, Price, Reasoning, TokenLimit};
 use crate::prepare::{
     plan_of_files, settings_at, tests_at, tests_for_plan, AskedPython, Confirmed, PrepareError,
     TestsAt,
@@ -98,8 +98,8 @@ pub fn plan_fix(
         false => Some(ahead()?),
     };
 
-    let model = match model {
-        Some(model) => model,
+    let (model, reasoning) = match model {
+        Some(model) => (model, Reasoning::Off),
         None => open_configured_model(&settings, &request)?,
     };
     let budget = budget(
@@ -203,6 +203,7 @@ pub fn plan_fix(
         max_file_size: settings.max_file_size,
         started,
         room_ahead: std::cell::Cell::new(room_ahead),
+        reasoning,
         python,
         settings,
     })
@@ -360,10 +361,11 @@ pub fn instructions_at(repo: Option<&Path>, base: &str) -> Option<Instructions> 
     Instructions::find(&read)
 }
 
+/// The model the settings name, and the reasoning asked of it.
 fn open_configured_model(
     settings: &Settings,
     request: &FixRequest,
-) -> Result<Box<dyn Model>, PrepareError> {
+) -> Result<(Box<dyn Model>, Reasoning), PrepareError> {
     let usage = PrepareError::Invalid;
     let spec = settings.model.as_deref().ok_or_else(|| {
         usage(
@@ -387,8 +389,11 @@ fn open_configured_model(
         record: request.record.clone(),
         context_window: settings.context_window,
         stream: !request.no_stream,
+        reasoning: Reasoning::settle(&spec, settings.thinking, settings.reasoning_effort)
+            .map_err(usage)?,
     };
-    open_model(&spec, &options).map_err(usage)
+    let model = open_model(&spec, &options).map_err(usage)?;
+    Ok((model, options.reasoning))
 }
 
 /// The run's limits, its time counted from `started`. A cost limit needs a price: from config, else the built-in table.

@@ -175,7 +175,12 @@ async fn a_fix_run_against_the_anthropic_api_retries_caches_and_keeps_the_key_se
     let first: Value = serde_json::from_slice(&requests[1].body).unwrap();
     let second: Value = serde_json::from_slice(&requests[2].body).unwrap();
     assert_eq!(first["model"], "claude-sonnet-4-5");
-    assert_eq!(first["max_tokens"], 2048);
+    // Thinking by default, with the reply's limit raised to hold its budget.
+    assert_eq!(
+        first["thinking"],
+        json!({"type": "enabled", "budget_tokens": 8192})
+    );
+    assert_eq!(first["max_tokens"], 2048 + 8192);
     assert_eq!(
         first["system"][0]["cache_control"],
         json!({"type": "ephemeral"})
@@ -768,4 +773,299 @@ async fn a_right_fix_passes_when_the_time_runs_out_after_it() {
         "{report}"
     );
     assert_eq!(env.trailer(&repo, "agent/timed", "Agent-Outcome"), "passed");
+}
+
+/// A fake of the Messages API that refuses what the real one refuses around thinking, then
+/// answers with the next reply of its list.
+struct StrictAnthropic(Mutex<VecDeque<ResponseTemplate>>);
+
+/// Why the real API would refuse `body` (sent with `beta` as its `anthropic-beta`), if it would.
+fn anthropic_refusal(body: &Value, beta: &str) -> Option<String> {
+    let thinking = &body["thinking"];
+    let on = matches!(thinking["type"].as_str(), Some("enabled" | "adaptive"));
+    if on && !body["temperature"].is_null() {
+        return Some("`temperature` may only be set to 1 when thinking is enabled".into());
+    }
+    if thinking["type"] == "enabled" {
+        let budget = thinking["budget_tokens"].as_u64().unwrap_or(0);
+        if budget < 1024 {
+            return Some("thinking.budget_tokens: must be at least 1024".into());
+        }
+        let interleaved = beta.contains("interleaved-thinking-2025-05-14");
+        if !interleaved && budget >= body["max_tokens"].as_u64().unwrap_or(0) {
+            return Some("`max_tokens` must be greater than `thinking.budget_tokens`".into());
+        }
+        if body["model"] == "claude-opus-4-7" {
+            return Some("thinking.type.enabled is not supported for this model".into());
+        }
+    }
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let blocks = message["content"].as_array().cloned().unwrap_or_default();
+        for block in &blocks {
+            let signed = block["signature"].as_str().is_some_and(|s| !s.is_empty());
+            if block["type"] == "thinking" && !signed {
+                return Some("thinking block: signature: Field required".into());
+            }
+        }
+        let calls = blocks.iter().any(|b| b["type"] == "tool_use");
+        let first = blocks
+            .first()
+            .map(|b| b["type"].clone())
+            .unwrap_or_default();
+        if on && message["role"] == "assistant" && calls && first != "thinking" {
+            return Some("a final assistant message must start with a thinking block".into());
+        }
+    }
+    None
+}
+
+impl Respond for StrictAnthropic {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let beta = request
+            .headers
+            .get("anthropic-beta")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if let Some(why) = anthropic_refusal(&body, beta) {
+            return ResponseTemplate::new(400).set_body_json(json!({
+                "type": "error", "error": {"type": "invalid_request_error", "message": why}
+            }));
+        }
+        let next = self.0.lock().unwrap().pop_front();
+        next.unwrap_or_else(|| ResponseTemplate::new(500))
+    }
+}
+
+/// A thinking reply that fixes add(), then the end of the turn.
+fn thinking_fix_replies() -> Vec<ResponseTemplate> {
+    vec![
+        ok(anthropic_message(
+            "tool_use",
+            json!([
+                {"type": "thinking", "thinking": "add() subtracts.", "signature": "sig-01"},
+                {"type": "tool_use", "id": "toolu_01", "name": "edit_file",
+                 "input": {"path": "calc.py", "old_text": "return a - b", "new_text": "return a + b"}}
+            ]),
+            anthropic_usage(20, 0, 0, 300),
+        )),
+        ok(anthropic_message(
+            "end_turn",
+            json!([
+                {"type": "thinking", "thinking": "Done.", "signature": "sig-02"},
+                {"type": "text", "text": "Fixed add()."}
+            ]),
+            anthropic_usage(30, 0, 0, 40),
+        )),
+    ]
+}
+
+async fn strict_anthropic() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(StrictAnthropic(Mutex::new(thinking_fix_replies().into())))
+        .mount(&server)
+        .await;
+    server
+}
+
+/// Thinking as each family takes it: a budget the reply's limit makes room for, the
+/// interleaved header where the model thinks between tool calls, thinking blocks sent back
+/// with their signatures, and a setting the model cannot take refused before any request.
+#[tokio::test(flavor = "multi_thread")]
+async fn thinking_is_asked_as_each_model_takes_it_and_its_blocks_go_back_signed() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    // Manual thinking, not interleaved: the limit must exceed the budget.
+    let server = strict_anthropic().await;
+    let extra = ["--thinking", "2000", "--max-tokens", "1500", "--json"];
+    let out = run(claude_fix(
+        &env,
+        &repo,
+        &server,
+        "anthropic:claude-3-7-sonnet-20250219",
+        "agent/think",
+        &extra,
+    ))
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(
+        first["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2000})
+    );
+    assert_eq!(first["max_tokens"], 3500);
+    assert!(requests[0].headers.get("anthropic-beta").is_none());
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    assert_eq!(
+        second["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": "add() subtracts.", "signature": "sig-01"})
+    );
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        json["reasoning"]["setting"],
+        "thinking, 2000 tokens a reply"
+    );
+    assert!(env.message(&repo, "agent/think").contains(
+        "Reasoning: thinking, 2000 tokens a reply (its tokens are counted in the output)"
+    ));
+
+    // A Claude 4 model by default: a budget, between tool calls too.
+    let server = strict_anthropic().await;
+    let model = "anthropic:claude-sonnet-4-5";
+    let out = run(claude_fix(
+        &env,
+        &repo,
+        &server,
+        model,
+        "agent/default",
+        &[],
+    ))
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(first["thinking"]["type"], "enabled");
+    assert!(first["max_tokens"].as_u64() > first["thinking"]["budget_tokens"].as_u64());
+    assert_eq!(
+        requests[0].headers.get("anthropic-beta").unwrap(),
+        "interleaved-thinking-2025-05-14"
+    );
+
+    // An adaptive-only model: adaptive by default, a budget refused before any request.
+    let server = strict_anthropic().await;
+    let model = "anthropic:claude-opus-4-7";
+    let extra = ["--thinking", "4000"];
+    let out = run(claude_fix(
+        &env,
+        &repo,
+        &server,
+        model,
+        "agent/budget",
+        &extra,
+    ))
+    .await;
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("thinks adaptively only"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
+    let out = run(claude_fix(
+        &env,
+        &repo,
+        &server,
+        model,
+        "agent/adaptive",
+        &[],
+    ))
+    .await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(first["thinking"], json!({"type": "adaptive"}));
+
+    // Off: nothing is asked.
+    let server = strict_anthropic().await;
+    let extra = ["--thinking", "off"];
+    let out = run(claude_fix(&env, &repo, &server, model, "agent/off", &extra)).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert!(first.get("thinking").is_none(), "{first}");
+}
+
+/// A fake of Chat Completions that refuses a reasoning effort for a model that has none.
+struct StrictOpenAi(Mutex<VecDeque<ResponseTemplate>>);
+
+impl Respond for StrictOpenAi {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let model = body["model"].as_str().unwrap_or("");
+        let reasoning = model.starts_with("gpt-5") || model.starts_with('o');
+        if body.get("reasoning_effort").is_some() && !reasoning {
+            return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": "Unrecognized request argument supplied: reasoning_effort",
+                "type": "invalid_request_error", "param": "reasoning_effort", "code": null
+            }}));
+        }
+        let next = self.0.lock().unwrap().pop_front();
+        next.unwrap_or_else(|| ResponseTemplate::new(500))
+    }
+}
+
+fn openai_reply(message: Value, finish: &str, reasoning: u64) -> ResponseTemplate {
+    ok(json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-5-mini",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 50 + reasoning, "total_tokens": 150 + reasoning,
+                  "completion_tokens_details": {"reasoning_tokens": reasoning}}
+    }))
+}
+
+/// A reasoning effort goes to a reasoning model, its reasoning tokens are reported, and an
+/// effort for a model that has none is refused before any request.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reasoning_effort_is_sent_to_reasoning_models_only_and_its_tokens_reported() {
+    let edit = json!({"role": "assistant", "content": null, "tool_calls": [{
+        "id": "call_1", "type": "function", "function": {"name": "edit_file",
+        "arguments": "{\"path\":\"calc.py\",\"old_text\":\"return a - b\",\"new_text\":\"return a + b\"}"}}]});
+    let done = json!({"role": "assistant", "content": "Fixed add()."});
+    let replies = vec![
+        openai_reply(edit, "tool_calls", 120),
+        openai_reply(done, "stop", 30),
+    ];
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(StrictOpenAi(Mutex::new(replies.into())))
+        .mount(&server)
+        .await;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let args = [
+        "--model",
+        "openai:gpt-5-mini",
+        "--reasoning-effort",
+        "minimal",
+        "--branch",
+        "agent/effort",
+        "--json",
+        "--context-window",
+        "128000",
+    ];
+    let out = run(local_fix(&env, &repo, &server.uri(), &args)).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(first["reasoning_effort"], "minimal");
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        json["reasoning"],
+        json!({"setting": "reasoning effort minimal", "reasoning_tokens": 150})
+    );
+    assert!(env
+        .message(&repo, "agent/effort")
+        .contains("Reasoning: reasoning effort minimal (150 reasoning tokens, of the output)"));
+
+    let args = [
+        "--model",
+        "openai:gpt-4.1",
+        "--reasoning-effort",
+        "high",
+        "--context-window",
+        "128000",
+    ];
+    let out = run(local_fix(&env, &repo, &server.uri(), &args)).await;
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a reasoning model"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
 }

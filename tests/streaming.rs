@@ -334,8 +334,8 @@ fn without_streaming_anthropic_replies_are_limited_in_length() {
     assert_eq!(code(&out), 2, "{}", stderr(&out));
     assert!(
         stderr(&out).contains(
-            "--max-tokens 32000 needs a streamed reply: without streaming, Anthropic allows at \
-             most 21333"
+            "--max-tokens 32000 (with room for thinking, 40192) needs a streamed reply: \
+             without streaming, Anthropic allows at most 21333"
         ),
         "{}",
         stderr(&out)

@@ -14,6 +14,8 @@ pub struct Anthropic {
     pub base_url: String,
     /// Empty when replaying a recording: no call is made then.
     pub api_key: String,
+    /// Extended thinking, where the model is asked to think.
+    pub reasoning: super::Reasoning,
 }
 
 #[derive(Deserialize)]
@@ -69,10 +71,17 @@ impl Provider for Anthropic {
     }
 
     fn headers(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut headers = vec![
             ("x-api-key", self.api_key.clone()),
             ("anthropic-version", API_VERSION.to_string()),
-        ]
+        ];
+        if let super::Reasoning::Budget {
+            interleaved: true, ..
+        } = self.reasoning
+        {
+            headers.push(("anthropic-beta", super::reasoning::INTERLEAVED_BETA.into()));
+        }
+        headers
     }
 
     /// Two cache breakpoints: the system prompt (which caches tools and system), and the last
@@ -106,13 +115,22 @@ impl Provider for Anthropic {
             })
             .collect();
         let system = with_cache_control(json!({"type": "text", "text": request.system}));
-        json!({
+        let mut body = json!({
             "model": self.model,
             "max_tokens": self.max_tokens,
             "system": [system],
             "tools": tools,
             "messages": messages,
-        })
+        });
+        // No temperature is ever sent: thinking refuses one.
+        match self.reasoning {
+            super::Reasoning::Budget { tokens, .. } => {
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": tokens});
+            }
+            super::Reasoning::Adaptive { .. } => body["thinking"] = json!({"type": "adaptive"}),
+            super::Reasoning::Off | super::Reasoning::Effort(_) => {}
+        }
+        body
     }
 
     fn streamed(&self, body: &Value) -> Value {
@@ -160,6 +178,7 @@ mod tests {
             max_tokens: 1024,
             base_url: "http://127.0.0.1:1/".into(),
             api_key: "sk-test".into(),
+            reasoning: Default::default(),
         }
     }
 
@@ -241,7 +260,8 @@ mod tests {
                 input_tokens: 12,
                 output_tokens: 30,
                 cache_creation_input_tokens: 100,
-                cache_read_input_tokens: 900
+                cache_read_input_tokens: 900,
+                reasoning_tokens: 0,
             }
         );
         assert!(provider().parse("{\"content\": 3}").is_err());

@@ -57,6 +57,8 @@ pub struct OpenAi {
     pub base_url: String,
     /// Optional: local servers need none.
     pub api_key: Option<String>,
+    /// The reasoning effort asked of a reasoning model.
+    pub effort: Option<super::Effort>,
     /// Numbers tool calls that arrive without an id.
     pub generated_ids: AtomicU32,
 }
@@ -69,6 +71,7 @@ impl OpenAi {
             token_limit: TokenLimit::for_model(model),
             base_url: base_url.to_string(),
             api_key,
+            effort: None,
             generated_ids: AtomicU32::new(0),
         }
     }
@@ -181,6 +184,9 @@ impl Provider for OpenAi {
             .collect();
         let mut body = json!({"model": self.model, "messages": messages, "tools": tools});
         body[self.token_limit.field()] = json!(self.max_tokens);
+        if let Some(effort) = self.effort {
+            body["reasoning_effort"] = json!(effort.name());
+        }
         body
     }
 
@@ -264,6 +270,7 @@ impl Provider for OpenAi {
                 output_tokens: count(&usage["completion_tokens"]),
                 cache_creation_input_tokens: 0,
                 cache_read_input_tokens: cached,
+                reasoning_tokens: count(&usage["completion_tokens_details"]["reasoning_tokens"]),
             },
         })
     }
@@ -397,7 +404,8 @@ mod tests {
                 input_tokens: 40,
                 output_tokens: 20,
                 cache_creation_input_tokens: 0,
-                cache_read_input_tokens: 60
+                cache_read_input_tokens: 60,
+                reasoning_tokens: 0,
             }
         );
     }

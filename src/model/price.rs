@@ -14,6 +14,10 @@ pub struct Usage {
     pub cache_creation_input_tokens: u64,
     #[serde(default, deserialize_with = "count")]
     pub cache_read_input_tokens: u64,
+    /// Of the output, the tokens a reasoning model spent reasoning, where the API says
+    /// (OpenAI's `reasoning_tokens`; Anthropic counts thinking in the output alone).
+    #[serde(default, deserialize_with = "count")]
+    pub reasoning_tokens: u64,
 }
 
 /// The API documents the cache counts as nullable (`integer | null`): null counts none, and
@@ -26,6 +30,7 @@ impl Usage {
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
         self.cache_read_input_tokens += other.cache_read_input_tokens;
     }
@@ -355,6 +360,7 @@ mod tests {
             output_tokens: 100_000,
             cache_creation_input_tokens: 200_000,
             cache_read_input_tokens: 2_000_000,
+            reasoning_tokens: 0,
         };
         let cost = Price::for_model("claude-sonnet-4-5").unwrap().cost(&usage);
         assert!((cost - (3.0 + 1.5 + 0.75 + 0.6)).abs() < 1e-9, "{cost}");

@@ -56,15 +56,36 @@ impl ReplayModel {
             })
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(8192);
+        // The same reasoning as recorded, for the same reason.
+        let thinking = first.map(|r| &r["thinking"]);
+        let reasoning = match thinking.and_then(|t| t["type"].as_str()) {
+            Some("enabled") => super::Reasoning::Budget {
+                tokens: thinking
+                    .and_then(|t| t["budget_tokens"].as_u64())
+                    .and_then(|n| u32::try_from(n).ok())
+                    .unwrap_or(0),
+                interleaved: false,
+                max_output: u32::MAX,
+            },
+            Some("adaptive") => super::Reasoning::Adaptive {
+                max_output: u32::MAX,
+            },
+            _ => super::Reasoning::Off,
+        };
+        let effort = first
+            .and_then(|r| r["reasoning_effort"].as_str())
+            .and_then(|name| super::Effort::parse(name).ok());
         let provider: Box<dyn Provider> = match header["provider"].as_str() {
             Some("anthropic") => Box::new(Anthropic {
                 model: model.clone(),
                 max_tokens,
                 base_url: String::new(),
                 api_key: String::new(),
+                reasoning,
             }),
             Some("openai") => {
                 let mut openai = OpenAi::new(&model, max_tokens, "", None);
+                openai.effort = effort;
                 openai.token_limit = if completion {
                     TokenLimit::MaxCompletionTokens
                 } else {

@@ -55,6 +55,8 @@ pub struct ModelOptions {
     pub context_window: Option<u64>,
     /// Ask for replies as server-sent events and show their text on stderr as it arrives.
     pub stream: bool,
+    /// How hard the model thinks; its tokens are made room for in the reply's limit.
+    pub reasoning: super::Reasoning,
 }
 
 /// The most output tokens Anthropic's SDKs allow a request that is not streamed: beyond it,
@@ -135,6 +137,7 @@ fn provider_for(
                 base_url: non_empty("ANTHROPIC_BASE_URL")
                     .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into()),
                 api_key,
+                reasoning: options.reasoning,
             }))
         }
         ModelSpec::OpenAi(model) => {
@@ -152,6 +155,9 @@ fn provider_for(
             let mut provider = OpenAi::new(model, options.max_tokens, &base, api_key);
             if let Some(limit) = options.token_limit {
                 provider.token_limit = limit;
+            }
+            if let super::Reasoning::Effort(effort) = options.reasoning {
+                provider.effort = Some(effort);
             }
             Ok(Box::new(provider))
         }
@@ -179,17 +185,26 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
             Ok(Box::new(ReplayModel::from_file(path)?))
         }
         ModelSpec::Anthropic(_) | ModelSpec::OpenAi(_) => {
+            let with_thinking = options.reasoning.max_tokens(options.max_tokens)?;
             if !options.stream
                 && matches!(spec, ModelSpec::Anthropic(_))
-                && options.max_tokens > MAX_TOKENS_WITHOUT_STREAM
+                && with_thinking > MAX_TOKENS_WITHOUT_STREAM
             {
+                let thinking = match with_thinking == options.max_tokens {
+                    true => String::new(),
+                    false => format!(" (with room for thinking, {with_thinking})"),
+                };
                 return Err(format!(
-                    "--max-tokens {} needs a streamed reply: without streaming, Anthropic \
-                     allows at most {MAX_TOKENS_WITHOUT_STREAM}; drop --no-stream or lower \
-                     --max-tokens",
+                    "--max-tokens {}{thinking} needs a streamed reply: without streaming, \
+                     Anthropic allows at most {MAX_TOKENS_WITHOUT_STREAM}; drop --no-stream, \
+                     lower --max-tokens or --thinking",
                     options.max_tokens
                 ));
             }
+            let options = &ModelOptions {
+                max_tokens: with_thinking,
+                ..options.clone()
+            };
             let found = local_window(spec, options, &crate::secrets::var)?;
             let local = found.as_ref().map(|f| f.tokens).or(match spec {
                 ModelSpec::OpenAi(_) => options.context_window,
@@ -272,6 +287,7 @@ mod tests {
             record: None,
             context_window: None,
             stream: true,
+            reasoning: Default::default(),
         }
     }
 

@@ -536,6 +536,7 @@ mod tests {
             max_tokens: 4096,
             base_url: "http://127.0.0.1:1".into(),
             api_key: String::new(),
+            reasoning: Default::default(),
         }
     }
 
