@@ -30,6 +30,8 @@ pub struct Report<'a> {
     pub max_time: Option<std::time::Duration>,
     /// How hard the model was asked to think.
     pub reasoning: crate::model::Reasoning,
+    /// Which of the changes the tests require.
+    pub proof: &'a crate::verify::Proof,
     /// What the model adapter wants said (a replay's divergences).
     pub notes: &'a [String],
     /// How commands and tests were confined.
@@ -148,6 +150,7 @@ impl Report<'_> {
                 out.push(format!("  {} +{} -{}", file.path, file.added, file.removed));
             }
         }
+        out.extend(self.proof_section());
         if self.outcome.keeps_branch() {
             out.push(String::new());
             out.push("Review:".to_string());
@@ -177,11 +180,65 @@ impl Report<'_> {
         if self.outcome.keeps_branch() {
             out.push(format!("Agent-Branch: {}", self.branch));
         }
+        if let Some(unrequired) = self.unrequired() {
+            out.push(format!("Agent-Unrequired: {unrequired}"));
+        }
         // Each line is one line: a file name, a test's name or output, the model's words and
         // a configured model name are written with their newlines and control characters
         // escaped, so none of them adds a line (a trailer, a field) or drives a terminal.
         let lines: Vec<String> = out.iter().map(|line| crate::text::one_line(line)).collect();
         lines.join("\n") + "\n"
+    }
+
+    /// Which changes the tests require, when that was proven or why it was not.
+    fn proof_section(&self) -> Vec<String> {
+        use crate::verify::Proof;
+        match self.proof {
+            Proof::NotRun => Vec::new(),
+            Proof::Skipped { why } => vec![
+                String::new(),
+                format!("Changes the tests require: not proven ({why})"),
+            ],
+            // The times are in --json: a report says the same of the same run.
+            Proof::Proven { changes, .. } => {
+                let mut lines = vec![
+                    String::new(),
+                    "Changes the tests require (each left out alone and the tests run again):"
+                        .to_string(),
+                ];
+                lines.extend(changes.iter().map(|proven| {
+                    let c = &proven.change;
+                    let verdict = match proven.required {
+                        true => "required",
+                        false => "not required by the tests",
+                    };
+                    format!(
+                        "  {} {} (+{} -{}): {verdict}",
+                        c.file, c.header, c.added, c.removed
+                    )
+                }));
+                lines
+            }
+        }
+    }
+
+    /// The places (in diff order, from 0) of the changes the tests do not require, for
+    /// `apply --required-only`; None unless proven.
+    fn unrequired(&self) -> Option<String> {
+        let crate::verify::Proof::Proven { changes, .. } = self.proof else {
+            return None;
+        };
+        let places: Vec<String> = changes
+            .iter()
+            .enumerate()
+            .filter(|(_, proven)| !proven.required)
+            .map(|(i, _)| i.to_string())
+            .collect();
+        Some(if places.is_empty() {
+            "none".to_string()
+        } else {
+            places.join(",")
+        })
     }
 
     /// The reasoning asked, and its tokens where the API counts them apart.
@@ -350,6 +407,7 @@ impl Report<'_> {
             "report_commit": report_commit,
             "worktree": worktree,
             "usage": usage_json(self.usage),
+            "changes": self.proof,
             "reasoning": {
                 "setting": self.reasoning.describe(),
                 "reasoning_tokens": matches!(self.reasoning, crate::model::Reasoning::Effort(_))
@@ -468,6 +526,7 @@ mod tests {
             max_cost: None,
             max_time: None,
             reasoning: Default::default(),
+            proof: &crate::verify::Proof::NotRun,
             notes: &[],
             sandbox: "no network",
             ended_early: None,
@@ -544,6 +603,7 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                 "worktree": null,
                 "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3600, "reasoning_tokens": 0, "cache_read_share": 0.75},
                 "reasoning": {"setting": "off", "reasoning_tokens": null},
+                "changes": {"status": "not_run"},
                 "cost_usd": 0.0123
             })
         );

@@ -71,6 +71,8 @@ pub struct RunPlan {
     pub settings: crate::settings::Settings,
     /// How hard the model is asked to think.
     pub reasoning: crate::model::Reasoning,
+    /// When a passed run's changes are each proven by the tests.
+    pub prove: crate::verify::ProveLimits,
     /// What is to be said of the user's uncommitted changes, said as the run's start is: a
     /// status of a large checkout takes as long as the planning it is taken beside, which
     /// need not wait for it.
@@ -808,6 +810,9 @@ fn work(
         resume: plan.resume.take(),
     };
     let mut result = runtime.block_on(agent.run(&plan.task, &tools));
+    if result.outcome == crate::agent::Outcome::Passed {
+        result.proof = verifier.prove_changes(plan.prove, progress);
+    }
     result.process_time = sandbox.busy() + before;
     let not_run = verifier.python_files_not_run(&plan.tests.facts.python_test_files);
     if !not_run.is_empty() {
@@ -891,6 +896,7 @@ fn report<'a>(
         max_cost: plan.budget.max_cost,
         max_time: plan.budget.max_time,
         reasoning: plan.reasoning,
+        proof: &result.proof,
         notes: &labels.notes,
         sandbox,
         ended_early: result.ended_early.as_deref(),

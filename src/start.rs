@@ -49,6 +49,9 @@ pub struct FixRequest {
     pub sandbox: crate::sandbox::Mode,
     /// Stop before the model when the base already passes.
     pub if_failing: bool,
+    /// Prove each change of a passed run (Some(true)), never (Some(false)), or within the
+    /// bounds (None).
+    pub prove_hunks: Option<bool>,
 }
 
 /// The repository at `path`, or the one containing the current directory.
@@ -204,6 +207,10 @@ pub fn plan_fix(
         started,
         room_ahead: std::cell::Cell::new(room_ahead),
         reasoning,
+        prove: crate::verify::ProveLimits {
+            asked: request.prove_hunks,
+            ..Default::default()
+        },
         python,
         settings,
     })

@@ -16,6 +16,7 @@ mod overlay;
 mod passed;
 mod prompt_cache;
 mod protection;
+mod proven;
 mod runners;
 mod runs;
 mod sandbox;

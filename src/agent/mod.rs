@@ -144,6 +144,8 @@ pub struct RunResult {
     /// the rest of a run's time is the harness's own.
     pub model_time: Duration,
     pub process_time: Duration,
+    /// Which of a passed run's changes its tests require.
+    pub proof: crate::verify::Proof,
 }
 
 impl RunResult {
@@ -160,6 +162,7 @@ impl RunResult {
             ended_early: None,
             model_time: Duration::ZERO,
             process_time: Duration::ZERO,
+            proof: crate::verify::Proof::NotRun,
         }
     }
 }
@@ -288,6 +291,7 @@ impl Agent<'_> {
             ended_early,
             model_time: state.model_time,
             process_time: Duration::ZERO,
+            proof: crate::verify::Proof::NotRun,
         }
     }
 

@@ -78,6 +78,14 @@ pub struct FixArgs {
     /// branch (outcome already-passing, exit 0). For hooks and CI jobs.
     #[arg(long)]
     pub if_failing: bool,
+    /// After a passed run, leave each change (a hunk, or a file change whole) out alone and
+    /// test again, to tell the changes the tests require from those they do not; by default
+    /// only when there are at most 8 and a test run takes at most 30 s.
+    #[arg(long, overrides_with = "no_prove_hunks")]
+    pub prove_hunks: bool,
+    /// Never prove the changes of a passed run.
+    #[arg(long, overrides_with = "prove_hunks")]
+    pub no_prove_hunks: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -108,6 +116,11 @@ impl FixArgs {
                 SandboxFlag::Off => crate::sandbox::Mode::Off,
             },
             if_failing: self.if_failing,
+            prove_hunks: match (self.prove_hunks, self.no_prove_hunks) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
         }
     }
 }

@@ -3,6 +3,8 @@
 //! outside the user's checkout, with a fresh HOME and TMPDIR, confined by the sandbox. The run
 //! before any change takes the test inventory; every later run is held to it.
 
+pub mod hunks;
+
 use crate::guard::Protection;
 use crate::sandbox::{Jail, Sandbox};
 use crate::testrun::{
@@ -145,6 +147,54 @@ pub struct Verifier<'a> {
     /// The parametrized test functions whose ids a second run of the base showed to change
     /// from run to run; None until a run needs to know.
     unstable: RefCell<Option<Vec<String>>>,
+    /// How long each tree's test run took.
+    took: RefCell<HashMap<git2::Oid, Duration>>,
+}
+
+/// When proving a passed run's changes is worth a test run per change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProveLimits {
+    /// Forced on or off by the user; None decides by the bounds below.
+    pub asked: Option<bool>,
+    pub max_changes: usize,
+    pub max_test_run: Duration,
+}
+
+impl Default for ProveLimits {
+    fn default() -> Self {
+        ProveLimits {
+            asked: None,
+            max_changes: 8,
+            max_test_run: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What leaving each change of a passed run out alone showed.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Proof {
+    /// Not tried: the run did not pass, or proving was turned off.
+    #[default]
+    NotRun,
+    /// Not tried, for the reason given.
+    Skipped { why: String },
+    /// Each change left out alone and the tests run again.
+    Proven {
+        changes: Vec<Proven>,
+        /// The time the proof took, and one test run of the branch for comparison.
+        secs: f64,
+        one_test_run_secs: f64,
+    },
+}
+
+/// One change and whether the tests need it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Proven {
+    #[serde(flatten)]
+    pub change: hunks::Change,
+    /// False when every test still passes without it.
+    pub required: bool,
 }
 
 impl<'a> Verifier<'a> {
@@ -174,6 +224,7 @@ impl<'a> Verifier<'a> {
             tested: RefCell::new(std::collections::HashMap::new()),
             adopted: RefCell::new(None),
             unstable: RefCell::new(None),
+            took: RefCell::new(HashMap::new()),
         })
     }
 
@@ -214,6 +265,89 @@ impl<'a> Verifier<'a> {
         Ok(result)
     }
 
+    /// For a branch whose tests pass: each change from the base (a hunk, or a file change
+    /// taken whole) left out alone, and the tests run again in the clean room, held to the
+    /// inventory. A change without which every test still passes is not required by the
+    /// tests. Bounded by `limits`; `said` hears each verdict.
+    pub fn prove_changes(&self, limits: ProveLimits, said: &mut dyn FnMut(&str)) -> Proof {
+        let skipped = |why: String| Proof::Skipped { why };
+        if limits.asked == Some(false) {
+            return skipped("turned off (--no-prove-hunks)".into());
+        }
+        let started = std::time::Instant::now();
+        let found = (|| -> Result<_, VerifyError> {
+            let tip = self
+                .workspace
+                .verification_tree(self.tester.setup.protection)?;
+            let base = self.workspace.base_tree()?;
+            let repo = self.workspace.repo();
+            let changes = hunks::changes(repo, base, tip).map_err(WorkspaceError::from)?;
+            Ok((tip, base, changes))
+        })();
+        let (tip, base, changes) = match found {
+            Ok(found) => found,
+            Err(e) => return skipped(format!("the changes could not be listed: {e}")),
+        };
+        let one_run = self.took.borrow().get(&tip).copied();
+        if limits.asked.is_none() {
+            if changes.len() > limits.max_changes {
+                return skipped(format!(
+                    "{} changes, more than {} (--prove-hunks proves them anyway)",
+                    changes.len(),
+                    limits.max_changes
+                ));
+            }
+            if one_run.is_none_or(|took| took > limits.max_test_run) {
+                return skipped(format!(
+                    "a test run takes more than {} s (--prove-hunks proves them anyway)",
+                    limits.max_test_run.as_secs()
+                ));
+            }
+        }
+        let Ok(head) = self.workspace.head() else {
+            return skipped("the branch has no head".into());
+        };
+        let repo = self.workspace.repo();
+        let mut proven = Vec::new();
+        for (i, change) in changes.iter().enumerate() {
+            let without = match hunks::tree_without(repo, base, tip, &changes, &[i]) {
+                Ok(tree) => tree,
+                Err(e) => return skipped(format!("{} cannot be left out alone: {e}", change.file)),
+            };
+            let mut result = match self.test_once(without, head) {
+                Ok(result) => result,
+                Err(e) => return skipped(format!("a test run failed to start: {e}")),
+            };
+            if result.interrupted {
+                return skipped("interrupted".into());
+            }
+            let mut unstable = |functions: &[String]| self.unstable_among(functions);
+            Inventory::check_with(self.inventory.borrow().as_ref(), &mut result, &mut unstable);
+            // A run that could not tell (it did not run) counts the change as required.
+            let required = !(result.ran && result.passed);
+            said(&format!(
+                "without {} {}: tests {} -> {}",
+                change.file,
+                change.header,
+                result.summary(),
+                if required {
+                    "required"
+                } else {
+                    "not required by the tests"
+                }
+            ));
+            proven.push(Proven {
+                change: change.clone(),
+                required,
+            });
+        }
+        Proof::Proven {
+            changes: proven,
+            secs: started.elapsed().as_secs_f64(),
+            one_test_run_secs: one_run.unwrap_or_default().as_secs_f64(),
+        }
+    }
+
     /// Which of `functions` change their parameter ids from run to run of the same tree: the
     /// base is tested once more (once a run) and its ids compared with the inventory's. A base
     /// that cannot be tested again confirms none.
@@ -249,9 +383,11 @@ impl<'a> Verifier<'a> {
                 ..earlier.clone()
             });
         }
+        let started = std::time::Instant::now();
         let result = self.tester.test(tree, Some(commit))?;
         if result.ran && !result.interrupted {
             self.tested.borrow_mut().insert(tree, result.clone());
+            self.took.borrow_mut().insert(tree, started.elapsed());
         }
         Ok(result)
     }

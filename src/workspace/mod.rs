@@ -879,7 +879,7 @@ fn protected_changes(
 }
 
 /// An index entry for a tree entry at `path`: the blob and mode, no stat data.
-fn index_entry(path: &Path, entry: &git2::TreeEntry) -> IndexEntry {
+pub(crate) fn index_entry(path: &Path, entry: &git2::TreeEntry) -> IndexEntry {
     IndexEntry {
         ctime: IndexTime::new(0, 0),
         mtime: IndexTime::new(0, 0),
