@@ -183,6 +183,9 @@ impl Report<'_> {
         if let Some(unrequired) = self.unrequired() {
             out.push(format!("Agent-Unrequired: {unrequired}"));
         }
+        if let crate::verify::Proof::Proven { tree, .. } = self.proof {
+            out.push(format!("Agent-Proven-Tree: {tree}"));
+        }
         // Each line is one line: a file name, a test's name or output, the model's words and
         // a configured model name are written with their newlines and control characters
         // escaped, so none of them adds a line (a trailer, a field) or drives a terminal.

@@ -83,4 +83,22 @@ fn a_change_no_test_needs_is_told_apart_from_the_fix() {
     assert!(env
         .message(&repo, "agent/unproven")
         .contains("Changes the tests require: not proven (turned off (--no-prove-hunks))"));
+
+    // Only what the tests require lands, tested first; a run without a proof is refused.
+    let out = env.agent(&repo, &["apply", "agent/unproven", "--required-only"]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("has no proof"), "{}", stderr(&out));
+    let out = env.agent(&repo, &["apply", "agent/proven", "--required-only"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).contains("in a clean room"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("(2 left out)"), "{}", stdout(&out));
+    let landed = std::fs::read_to_string(repo.join("calc.py")).unwrap();
+    assert_eq!(landed, long_calc().replace("return a - b", "return a + b"));
+    assert!(!repo.join("NOTES.md").exists());
+    let message = env.git(&repo, &["log", "-1", "--format=%B"]);
+    assert!(
+        message.contains("2 that they do not are left out"),
+        "{message}"
+    );
+    assert_eq!(env.git(&repo, &["status", "--porcelain"]), "");
 }

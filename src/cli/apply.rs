@@ -11,6 +11,11 @@ pub struct ApplyArgs {
     /// left out) instead of one squashed commit.
     #[arg(long)]
     pub merge: bool,
+    /// Only the changes the run's tests require, as its proof found them: the others (a
+    /// hunk, or a file change whole, the tests pass without) are left out. The result is
+    /// tested in a clean room before it is committed.
+    #[arg(long, conflicts_with = "merge")]
+    pub required_only: bool,
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
@@ -19,8 +24,19 @@ pub fn run(args: ApplyArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
     let run = crate::runs::resolve(&runs, &args.run)?;
-    let landed = crate::runs::apply(&repo, run, args.merge)?;
-    let how = if args.merge { "merged" } else { "applied" };
+    let (landed, how) = if args.required_only {
+        let mut progress = |line: &str| eprintln!("agent-git: {}", crate::text::for_terminal(line));
+        let (landed, left_out) = crate::runs::apply_required(&repo, run, &mut progress)?;
+        let how = match left_out {
+            0 => "applied".to_string(),
+            n => format!("applied the required changes ({n} left out) of"),
+        };
+        (landed, how)
+    } else {
+        let landed = crate::runs::apply(&repo, run, args.merge)?;
+        let how = if args.merge { "merged" } else { "applied" };
+        (landed, how.to_string())
+    };
     println!(
         "{how} run {} ({}) as {}",
         run.run_id,

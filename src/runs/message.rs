@@ -8,7 +8,13 @@ use crate::workspace::FileStat;
 const SUBJECT_MAX: usize = 72;
 
 /// The whole message of the squash (or, `merge`, the merge) commit.
-pub fn landing(run: &Run, description: Option<&str>, files: &[FileStat], merge: bool) -> String {
+pub fn landing(
+    run: &Run,
+    description: Option<&str>,
+    files: &[FileStat],
+    merge: bool,
+    left_out: usize,
+) -> String {
     let task = run.task.trim();
     let subject = match description {
         Some(words) => words.to_string(),
@@ -30,6 +36,12 @@ pub fn landing(run: &Run, description: Option<&str>, files: &[FileStat], merge: 
         "Applied from agent-git run {} (branch {}): {how}.",
         run.run_id, run.branch
     ));
+    if left_out > 0 {
+        out.push(format!(
+            "Only the changes its tests require: {left_out} that they do not are left out \
+             (tested in a clean room before this commit)."
+        ));
+    }
     out.push(String::new());
     out.extend(report_lines(&run.report));
     out.push("Files changed:".to_string());
@@ -164,8 +176,8 @@ Agent-Turns: 3
 Agent-Applied: ab12cd34
 ";
         let words = Some("calc: add() adds instead of subtracting");
-        assert_eq!(landing(&run(), words, &files, false), expected);
-        let without_words = landing(&run(), None, &files, true);
+        assert_eq!(landing(&run(), words, &files, false, 0), expected);
+        let without_words = landing(&run(), None, &files, true, 0);
         assert!(
             without_words.starts_with(
                 "Fix the adder\n\nApplied from agent-git run ab12cd34 \

@@ -53,6 +53,9 @@ pub enum RunsError {
     Running(String),
     #[error("run {0} made no change to apply (its branch holds no edit)")]
     NoEdits(String),
+    /// `apply --required-only` cannot tell, or the required changes alone fail.
+    #[error("{0}")]
+    NotProven(String),
     #[error(
         "run {0} has no stored transcript (made before transcripts were kept in git, or removed)"
     )]
@@ -250,7 +253,7 @@ pub fn apply(repo: &Repository, run: &Run, keep_history: bool) -> Result<Oid, Ru
     let new = repo.find_commit(work)?.tree()?;
     let files = crate::workspace::diffstat(repo, &old, &new)?;
     let description = describe::model_description(repo, work, base)?;
-    let text = message::landing(run, description.as_deref(), &files, keep_history);
+    let text = message::landing(run, description.as_deref(), &files, keep_history, 0);
     let reflog = format!("agent-git apply: run {}", run.run_id);
     let landing = crate::workspace::land::Landing {
         branch: &run.branch,
@@ -261,6 +264,104 @@ pub fn apply(repo: &Repository, run: &Run, keep_history: bool) -> Result<Oid, Ru
         reflog: &reflog,
     };
     Ok(crate::workspace::land::land(repo, &landing)?)
+}
+
+/// Lands only the changes of `run` its tests require (`apply --required-only`): the base with
+/// every change the proof found required, tested in a clean room before it is committed.
+/// Returns the landed commit and how many changes were left out.
+pub fn apply_required(
+    repo: &Repository,
+    run: &Run,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Oid, usize), RunsError> {
+    use crate::verify::hunks;
+    if run.running {
+        return Err(RunsError::Running(run.run_id.clone()));
+    }
+    let base = run
+        .base
+        .ok_or_else(|| RunsError::NoEdits(run.run_id.clone()))?;
+    let trailers = list::trailers(&run.report);
+    let not_proven = || {
+        RunsError::NotProven(format!(
+            "run {} has no proof of which changes its tests require (it did not pass, or the \
+             proof was skipped: see its report); apply it whole, or run it again with \
+             --prove-hunks",
+            run.run_id
+        ))
+    };
+    let unrequired = trailers.get("Agent-Unrequired").ok_or_else(not_proven)?;
+    let proven = trailers
+        .get("Agent-Proven-Tree")
+        .and_then(|id| Oid::from_str(id).ok())
+        .ok_or_else(not_proven)?;
+    let left_out: Vec<usize> = match unrequired.as_str() {
+        "none" => Vec::new(),
+        list => list
+            .split(',')
+            .map(|n| n.trim().parse::<usize>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| not_proven())?,
+    };
+    if left_out.is_empty() {
+        progress("every change is required by the tests: the run is applied whole");
+        return Ok((apply(repo, run, false)?, 0));
+    }
+    let base_tree = repo.find_commit(base)?.tree_id();
+    let changes = hunks::changes(repo, base_tree, proven)?;
+    if left_out.iter().any(|&i| i >= changes.len()) {
+        return Err(not_proven());
+    }
+    let tree = hunks::tree_without(repo, base_tree, proven, &changes, &left_out)?;
+    let signature = git2::Signature::now("agent-git", "agent-git@localhost")?;
+    let message = format!(
+        "agent-git: the changes of run {} its tests require\n",
+        run.run_id
+    );
+    let candidate = repo.commit(
+        None,
+        &signature,
+        &signature,
+        &message,
+        &repo.find_tree(tree)?,
+        &[&repo.find_commit(base)?],
+    )?;
+    let mut checker = crate::check::Checker::new(repo);
+    match checker.check(candidate, progress) {
+        crate::check::Verdict::Passed { .. } => {}
+        crate::check::Verdict::Failed(result) => {
+            return Err(RunsError::NotProven(format!(
+                "without the {} changes its tests do not require one by one, run {}'s tests \
+                 fail ({}): together they are needed; apply it whole",
+                left_out.len(),
+                run.run_id,
+                result.summary()
+            )))
+        }
+        crate::check::Verdict::CannotRun(why) => {
+            return Err(RunsError::NotProven(format!(
+                "the required changes of run {} could not be tested: {why}",
+                run.run_id
+            )))
+        }
+    }
+    let old = repo.find_tree(base_tree)?;
+    let files = crate::workspace::diffstat(repo, &old, &repo.find_tree(tree)?)?;
+    let description = describe::model_description(repo, run.last_edit(repo)?, base)?;
+    let text = message::landing(run, description.as_deref(), &files, false, left_out.len());
+    let reflog = format!("agent-git apply --required-only: run {}", run.run_id);
+    let landing = crate::workspace::land::Landing {
+        branch: &run.branch,
+        base,
+        work: candidate,
+        keep_history: false,
+        message: &text,
+        reflog: &reflog,
+    };
+    Ok((
+        crate::workspace::land::land(repo, &landing)?,
+        left_out.len(),
+    ))
 }
 
 /// Deletes a finished run: its branch, its kept work tree and its transcript.

@@ -181,6 +181,8 @@ pub enum Proof {
     Skipped { why: String },
     /// Each change left out alone and the tests run again.
     Proven {
+        /// The tree the changes lead to (the branch as the tests judged it).
+        tree: String,
         changes: Vec<Proven>,
         /// The time the proof took, and one test run of the branch for comparison.
         secs: f64,
@@ -342,6 +344,7 @@ impl<'a> Verifier<'a> {
             });
         }
         Proof::Proven {
+            tree: tip.to_string(),
             changes: proven,
             secs: started.elapsed().as_secs_f64(),
             one_test_run_secs: one_run.unwrap_or_default().as_secs_f64(),
