@@ -36,12 +36,7 @@ pub fn changes(repo: &Repository, base: Oid, tip: Oid) -> Result<Vec<Change>, gi
     let diff = diff(repo, base, tip)?;
     let mut all = Vec::new();
     for (delta_index, delta) in diff.deltas().enumerate() {
-        let file = delta
-            .new_file()
-            .path()
-            .or(delta.old_file().path())
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let file = crate::workspace::delta_path(&delta);
         let patch = Patch::from_diff(&diff, delta_index)?;
         let hunks = patch.as_ref().map_or(0, Patch::num_hunks);
         let text = delta.status() == Delta::Modified

@@ -759,6 +759,16 @@ impl Workspace {
     }
 }
 
+/// The path a change of a diff is at: its new one, or the old one of a deletion.
+pub(crate) fn delta_path(delta: &git2::DiffDelta) -> String {
+    delta
+        .new_file()
+        .path()
+        .or(delta.old_file().path())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// Files changed between two trees, with added and removed line counts.
 pub fn diffstat(
     repo: &Repository,
@@ -768,12 +778,7 @@ pub fn diffstat(
     let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
     let mut stats = Vec::new();
     for (i, delta) in diff.deltas().enumerate() {
-        let path = delta
-            .new_file()
-            .path()
-            .or(delta.old_file().path())
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let path = delta_path(&delta);
         let (added, removed, binary) = match git2::Patch::from_diff(&diff, i)? {
             Some(p) => {
                 let (_, added, removed) = p.line_stats()?;
