@@ -1,8 +1,10 @@
 //! agent-git: a git-native coding agent. The binary is a thin shell over this library.
 
 pub mod agent;
+pub mod attempts;
 pub mod brief;
 pub mod check;
+pub mod children;
 pub mod cli;
 pub mod eval;
 pub mod files;

@@ -40,6 +40,8 @@ pub struct Report<'a> {
     pub ended_early: Option<&'a str>,
     /// The rules that chose the test command and its environment.
     pub test_rules: &'a [String],
+    /// Which attempt of a set the run is.
+    pub attempt: Option<&'a crate::attempts::AttemptOf>,
 }
 
 impl Report<'_> {
@@ -185,6 +187,9 @@ impl Report<'_> {
         }
         if let crate::verify::Proof::Proven { tree, .. } = self.proof {
             out.push(format!("Agent-Proven-Tree: {tree}"));
+        }
+        if let Some(attempt) = self.attempt {
+            out.push(format!("Agent-Attempt: {}", attempt.trailer()));
         }
         // Each line is one line: a file name, a test's name or output, the model's words and
         // a configured model name are written with their newlines and control characters
@@ -419,6 +424,7 @@ impl Report<'_> {
             "cost_usd": self.cost,
             // What the report's Notes say: a model server's own words on a failure, say.
             "notes": self.notes,
+            "attempt": self.attempt,
         })
     }
 }
@@ -534,6 +540,7 @@ mod tests {
             sandbox: "no network",
             ended_early: None,
             test_rules: &[],
+            attempt: None,
         };
         let expected = "\
 agent-git: tests still fail after 2 turns: Fix the adder
@@ -604,6 +611,7 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                 "commits": ["c1"],
                 "report_commit": "r1",
                 "worktree": null,
+                "attempt": null,
                 "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3600, "reasoning_tokens": 0, "cache_read_share": 0.75},
                 "reasoning": {"setting": "off", "reasoning_tokens": null},
                 "changes": {"status": "not_run"},

@@ -77,6 +77,8 @@ pub struct RunPlan {
     /// status of a large checkout takes as long as the planning it is taken beside, which
     /// need not wait for it.
     pub uncommitted: Option<Notice>,
+    /// Which attempt of a set the run is.
+    pub attempt: Option<crate::attempts::AttemptOf>,
 }
 
 /// A line to say, being worked out in a thread of its own; None where there is nothing to say.
@@ -901,6 +903,7 @@ fn report<'a>(
         sandbox,
         ended_early: result.ended_early.as_deref(),
         test_rules: &plan.tests.rules,
+        attempt: plan.attempt.as_ref(),
     }
 }
 

@@ -52,10 +52,13 @@ pub struct FixRequest {
     /// Prove each change of a passed run (Some(true)), never (Some(false)), or within the
     /// bounds (None).
     pub prove_hunks: Option<bool>,
+    /// Which attempt of a set this run is (`fix --attempts`); the set has said what is to be
+    /// said of uncommitted changes.
+    pub attempt: Option<crate::attempts::AttemptOf>,
 }
 
 /// The repository at `path`, or the one containing the current directory.
-fn open_at(path: Option<&Path>) -> Result<Repository, PrepareError> {
+pub(crate) fn open_at(path: Option<&Path>) -> Result<Repository, PrepareError> {
     let dir = match path {
         Some(path) => path.to_path_buf(),
         None => std::env::current_dir()
@@ -82,7 +85,8 @@ pub fn plan_fix(
         None => starting_point(&repo, &request)?,
     };
     // With --if-failing, only once it is known that a run follows (below).
-    let uncommitted = (earlier.is_none() && !request.dirty && !request.if_failing)
+    let said_by_set = request.attempt.is_some();
+    let uncommitted = (earlier.is_none() && !request.dirty && !request.if_failing && !said_by_set)
         .then(|| Uncommitted::look(&repo));
     let flags = request.flags.clone();
     let settings = settings_at(&repo, base.id, flags)?;
@@ -131,7 +135,12 @@ pub fn plan_fix(
         let tested_as = crate::check::identity(&tests_at.plan, &settings, sandbox);
         (tests_at, tested_as, None)
     };
-    if request.if_failing && !request.dirty && earlier.is_none() && passed_before.is_none() {
+    if request.if_failing
+        && !request.dirty
+        && !said_by_set
+        && earlier.is_none()
+        && passed_before.is_none()
+    {
         Uncommitted::look(&repo).say();
     }
     if room_ahead.is_none() && passed_before.is_none() {
@@ -213,6 +222,7 @@ pub fn plan_fix(
         },
         python,
         settings,
+        attempt: request.attempt,
     })
 }
 
@@ -348,6 +358,12 @@ impl Uncommitted {
     }
 }
 
+/// Says, on stderr, whether uncommitted tracked changes are left out: for a set of attempts,
+/// once for them all.
+pub(crate) fn say_uncommitted(repo: &Repository) {
+    Uncommitted::look(repo).say();
+}
+
 /// Whether someone can answer the model's questions: asked for, and a terminal to ask at.
 fn interactive(asked: bool) -> bool {
     let terminal = std::io::stdin().is_terminal();
@@ -374,14 +390,7 @@ fn open_configured_model(
     request: &FixRequest,
 ) -> Result<(Box<dyn Model>, Reasoning), PrepareError> {
     let usage = PrepareError::Invalid;
-    let spec = settings.model.as_deref().ok_or_else(|| {
-        usage(
-            "no model given; pass --model anthropic:MODEL (or openai:MODEL, script:PATH), \
-             or set AGENT_GIT_MODEL, or run `git config agent-git.model SPEC`"
-                .to_string(),
-        )
-    })?;
-    let spec = ModelSpec::parse(spec).map_err(usage)?;
+    let spec = ModelSpec::parse(&model_spec(settings)?).map_err(usage)?;
     let token_limit = settings
         .token_param
         .as_deref()
@@ -401,6 +410,17 @@ fn open_configured_model(
     };
     let model = open_model(&spec, &options).map_err(usage)?;
     Ok((model, options.reasoning))
+}
+
+/// The model spec the settings name.
+pub(crate) fn model_spec(settings: &Settings) -> Result<String, PrepareError> {
+    settings.model.clone().ok_or_else(|| {
+        PrepareError::Invalid(
+            "no model given; pass --model anthropic:MODEL (or openai:MODEL, script:PATH), \
+             or set AGENT_GIT_MODEL, or run `git config agent-git.model SPEC`"
+                .to_string(),
+        )
+    })
 }
 
 /// The run's limits, its time counted from `started`. A cost limit needs a price: from config, else the built-in table.
@@ -442,7 +462,7 @@ fn context_window_of(model: &str) -> u64 {
 }
 
 /// Eight hex digits, different for every run (std's hasher keys are random per process).
-fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(
         std::time::SystemTime::now()

@@ -234,7 +234,9 @@ impl UserState {
             .lines()
             // agent-git's own: its runs' branches, their transcripts and what it tested.
             .filter(|l| {
-                !l.starts_with("refs/heads/agent/") && !l.starts_with("refs/notes/agent-git")
+                !l.starts_with("refs/heads/agent/")
+                    && !l.starts_with("refs/notes/agent-git")
+                    && !l.starts_with("refs/agent-git/sets/")
             })
             .collect::<Vec<_>>()
             .join("\n");

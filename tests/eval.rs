@@ -347,6 +347,69 @@ fn the_built_in_suite_is_solved_by_its_oracles() {
     }
 }
 
+/// Best-of-N on the built-in suite: two tasks whose `attempts/` give each attempt its own
+/// script (some wrong), so that the tests choose, and the table shows the best-of-3 rate beside
+/// pass@1 of one attempt.
+#[test]
+fn eval_with_attempts_reports_the_best_of_n_rate_beside_pass_at_1() {
+    let env = TestEnv::new();
+    let suite = concat!(env!("CARGO_MANIFEST_DIR"), "/evals");
+    let tasks: Vec<String> = ["py-paginate-off-by-one", "py-median-even-length"]
+        .iter()
+        .map(|t| format!("{suite}/{t}"))
+        .collect();
+    let out_file = env.path().join("best.jsonl");
+    let args: Vec<&str> = tasks
+        .iter()
+        .map(String::as_str)
+        .chain(["--model", "oracle", "--attempts", "3", "--jobs", "2"])
+        .chain(["--out", out_file.to_str().unwrap()])
+        .collect();
+    let out = eval_cmd(&env, &args).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut records = lines(&out_file);
+    records.sort_by_key(|r| r["task"].as_str().unwrap().to_string());
+    let attempts: Vec<(&str, &Value, bool)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["task"].as_str().unwrap(),
+                &r["attempts"],
+                r["solved"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        vec![
+            // Two wrong attempts, then the oracle: chosen as the only pass.
+            (
+                "py-median-even-length",
+                &json!({"n": 3, "solved": 1, "chosen": 3}),
+                true
+            ),
+            // One wrong; two right, the oracle's diff the smaller.
+            (
+                "py-paginate-off-by-one",
+                &json!({"n": 3, "solved": 2, "chosen": 3}),
+                true
+            ),
+        ]
+    );
+    let table = stdout(&out);
+    assert!(
+        table.contains(
+            "best of 3: 2 of 2 runs solved by the chosen attempt, rate 1.000; pass@1 (one \
+             attempt alone) 0.500, 3 of 6 attempts"
+        ),
+        "{table}"
+    );
+    // The same results file holds these apart from single runs: a rerun skips them all.
+    let again = eval_cmd(&env, &args).output().unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert_eq!(lines(&out_file).len(), 2);
+}
+
 /// A result line as `eval` writes it, made up here so the page's numbers are known.
 fn result_line(task: &str, run: u32, model: &str, solved: bool, turns: u64) -> String {
     let outcome = if solved { "passed" } else { "turn-limit" };

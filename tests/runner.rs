@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 mod api_failures;
+mod attempts;
 mod brief;
 mod common;
 mod ends;

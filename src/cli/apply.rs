@@ -5,7 +5,8 @@ use clap::Args;
 
 #[derive(Debug, Clone, Args)]
 pub struct ApplyArgs {
-    /// The run: its branch or run id, or an unambiguous prefix of either.
+    /// The run: its branch or run id, or an unambiguous prefix of either; or a set of
+    /// attempts (`fix --attempts`) by its id, which applies the run the set chose.
     pub run: String,
     /// Keep the run's commits: a merge commit of its last edit (the empty report commit is
     /// left out) instead of one squashed commit.
@@ -23,7 +24,12 @@ pub struct ApplyArgs {
 pub fn run(args: ApplyArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
-    let run = crate::runs::resolve(&runs, &args.run)?;
+    let sets = crate::runs::sets(&repo)?;
+    let query = match crate::runs::find_set(&sets, &args.run) {
+        Some(set) => crate::runs::chosen_run(set)?.to_string(),
+        None => args.run.clone(),
+    };
+    let run = crate::runs::resolve(&runs, &query)?;
     let (landed, how) = if args.required_only {
         let mut progress = |line: &str| eprintln!("agent-git: {}", crate::text::for_terminal(line));
         let (landed, left_out) = crate::runs::apply_required(&repo, run, &mut progress)?;

@@ -5,7 +5,8 @@ use clap::Args;
 
 #[derive(Debug, Clone, Args)]
 pub struct DiscardArgs {
-    /// The run: its branch or run id, or an unambiguous prefix of either.
+    /// The run: its branch or run id, or an unambiguous prefix of either; or a set of
+    /// attempts (`fix --attempts`) by its id, which deletes only its summary.
     pub run: String,
     #[command(flatten)]
     pub repo: super::RepoArg,
@@ -14,6 +15,15 @@ pub struct DiscardArgs {
 pub fn run(args: DiscardArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
+    let sets = crate::runs::sets(&repo)?;
+    if let Some(set) = crate::runs::find_set(&sets, &args.run) {
+        crate::workspace::sets::remove_set(&repo, &set.id).map_err(crate::runs::RunsError::from)?;
+        println!(
+            "deleted the summary of set {}; its runs stay (`agent-git discard RUN` deletes each)",
+            set.id
+        );
+        return Ok(0);
+    }
     let run = crate::runs::resolve(&runs, &args.run)?;
     crate::runs::discard(&repo, run)?;
     println!(

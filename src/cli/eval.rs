@@ -57,6 +57,11 @@ pub struct RunArgs {
     /// Runs at a time.
     #[arg(long, value_name = "J", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub jobs: u32,
+    /// Make each run best-of-N (`fix --attempts N`, one attempt at a time): the table then
+    /// gives the best-of-N rate beside pass@1 of one attempt. With --model oracle, a task's
+    /// `attempts/` directory gives each attempt its own script.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub attempts: u32,
     /// Only the I-th of N shards: the (task, run) pairs whose position in the sorted list is
     /// I-1 modulo N.
     #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
@@ -183,6 +188,7 @@ fn run_suite(args: RunArgs) -> Result<u8, CliError> {
         parallel: args.jobs as usize,
         out: args.out.clone(),
         exe,
+        attempts: args.attempts,
     };
     for task in &plan.tasks {
         plan.model_for(task).map_err(eval_error)?; // a missing oracle is a usage error
@@ -190,13 +196,25 @@ fn run_suite(args: RunArgs) -> Result<u8, CliError> {
     let earlier = read_existing(&args.out).map_err(eval_error)?;
     plan.skip_done(&earlier);
     let interrupt = Arc::new(AtomicBool::new(false));
-    let _watch = watch_interrupt(interrupt.clone())?;
+    let _watch = super::watch_interrupt(
+        interrupt.clone(),
+        "agent-git eval: interrupted; stopping the running runs (again to quit now)",
+    )?;
     let bar = progress_bar(plan.jobs.len() as u64);
     let show = |r: &RunRecord| {
         let mut line = format!(
             "{} run {}: {} ({:.1} s)",
             r.task, r.run, r.outcome, r.wall_secs
         );
+        if let Some(attempts) = &r.attempts {
+            line.push_str(&match attempts.chosen {
+                Some(k) => format!(
+                    "; attempt {k} of {} chosen, {} solved alone",
+                    attempts.n, attempts.solved
+                ),
+                None => format!("; none of {} attempts ended with a report", attempts.n),
+            });
+        }
         if let Some(required) = &r.required_tests {
             line.push_str(&format!("; required tests {}", required.word()));
         }
@@ -214,6 +232,7 @@ fn run_suite(args: RunArgs) -> Result<u8, CliError> {
     let mine: Vec<RunRecord> = all
         .into_iter()
         .filter(|r| r.model == plan.model && names.contains(&r.task.as_str()))
+        .filter(|r| r.attempts.as_ref().map_or(1, |a| a.n) == plan.attempts)
         .collect();
     print!("{}", crate::text::for_terminal(&table(&mine)));
     Ok(if interrupt.load(Ordering::SeqCst) {
@@ -235,18 +254,4 @@ fn progress_bar(total: u64) -> ProgressBar {
         bar.set_style(style);
     }
     bar
-}
-
-/// Ctrl-C or SIGTERM sets `flag`: no new run starts, running ones are interrupted and not
-/// recorded. A second one exits at once. The runtime lives as long as the returned value.
-fn watch_interrupt(flag: Arc<AtomicBool>) -> Result<tokio::runtime::Runtime, CliError> {
-    let harness = |e: std::io::Error| CliError::Harness(format!("cannot watch for Ctrl-C: {e}"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(harness)?;
-    let first = "agent-git eval: interrupted; stopping the running runs (again to quit now)";
-    crate::run::watch_signals(&runtime, flag, Some(first)).map_err(harness)?;
-    Ok(runtime)
 }

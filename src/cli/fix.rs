@@ -2,6 +2,7 @@
 
 use super::CliError;
 use crate::agent::SYSTEM_PROMPT;
+use crate::attempts::{Assignment, SetRequest};
 use crate::model::Model;
 use crate::run::execute;
 use crate::settings::SettingFlags;
@@ -86,6 +87,19 @@ pub struct FixArgs {
     /// Never prove the changes of a passed run.
     #[arg(long, overrides_with = "prove_hunks")]
     pub no_prove_hunks: bool,
+    /// Make N independent attempts from the same base, each an ordinary run with its own
+    /// branch, work tree and sandbox, and choose one: passed beats not passed, then fewer
+    /// failing tests, then the smaller diff, then the lower cost. --max-cost and --max-time
+    /// hold for the whole set (each attempt starts with an even share of the cost left). With
+    /// --model script:DIR, each attempt reads its own file of DIR, in name order.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub attempts: u32,
+    /// How many attempts run at once.
+    #[arg(long, value_name = "J", default_value_t = 1, requires = "attempts", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub jobs: u32,
+    /// Internal: the attempt of a set this process is (set by `--attempts`).
+    #[arg(long, value_name = "JSON", hide = true)]
+    pub attempt_of: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -121,7 +135,43 @@ impl FixArgs {
                 (_, true) => Some(false),
                 _ => None,
             },
+            attempt: None,
         }
+    }
+
+    /// What the user asked of a set of attempts, or why it cannot be asked.
+    fn set_request(&self) -> Result<SetRequest, CliError> {
+        let alone = [
+            (self.resume.is_some(), "--resume"),
+            (self.interactive, "--interactive"),
+            (self.transcript.is_some(), "--transcript"),
+            (self.record.is_some(), "--record"),
+        ];
+        if let Some((_, flag)) = alone.iter().find(|(given, _)| *given) {
+            return Err(CliError::Usage(format!(
+                "{flag} goes with one run, not with --attempts; each attempt's conversation is \
+                 stored with its report (`agent-git transcript RUN`)"
+            )));
+        }
+        let mut args = std::env::args_os().skip(1);
+        if args.next().as_deref() != Some(std::ffi::OsStr::new("fix")) {
+            return Err(CliError::Usage(
+                "--attempts is taken by `agent-git fix` only".into(),
+            ));
+        }
+        let exe = std::env::current_exe()
+            .map_err(|e| CliError::Harness(format!("cannot find the agent-git binary: {e}")))?;
+        Ok(SetRequest {
+            attempts: self.attempts,
+            jobs: self.jobs,
+            repo: self.repo.path.clone(),
+            base: self.base.clone(),
+            dirty: self.dirty,
+            branch: self.branch.clone(),
+            flags: self.settings.0.clone(),
+            args: args.collect(),
+            exe,
+        })
     }
 }
 
@@ -143,8 +193,23 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
         }
         return Ok(0);
     }
-    let json = args.json;
-    let plan = crate::start::plan_fix(args.request(), model)?;
+    if args.attempt_of.is_none() && args.attempts > 1 && model.is_none() {
+        return fix_set(&args);
+    }
+    let mut request = args.request();
+    let mut json = args.json;
+    if let Some(text) = &args.attempt_of {
+        // One attempt of a set: what the set decided replaces what the arguments say.
+        let assignment = Assignment::parse(text).map_err(CliError::Usage)?;
+        assignment.apply_to(&mut request.flags);
+        request.base = assignment.base.clone();
+        request.branch = assignment.branch.clone();
+        request.dirty = false;
+        request.no_stream = true;
+        request.attempt = Some(assignment.of);
+        json = true;
+    }
+    let plan = crate::start::plan_fix(request, model)?;
     let tty = std::io::stderr().is_terminal();
     // On a terminal the line that counts a test run's seconds is rewritten in place.
     let clear = if tty { "\r\x1b[2K" } else { "" };
@@ -163,6 +228,25 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
         print!("{}", for_terminal(&finished.message));
     }
     Ok(finished.outcome.exit_code())
+}
+
+/// `fix --attempts N`: the set, its summary on stdout (or `--json`), the chosen attempt's
+/// exit code.
+fn fix_set(args: &FixArgs) -> Result<u8, CliError> {
+    let request = args.set_request()?;
+    let interrupt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _watch = super::watch_interrupt(
+        interrupt.clone(),
+        "agent-git: interrupted; the attempts are writing their reports (again to quit now)",
+    )?;
+    let progress = |line: &str| eprintln!("agent-git: {}", for_terminal(line));
+    let outcome = crate::attempts::run_set(&request, &interrupt, &progress)?;
+    if args.json {
+        println!("{}", outcome.summary.json());
+    } else {
+        print!("{}", for_terminal(&outcome.summary.message()));
+    }
+    Ok(outcome.exit_code)
 }
 
 /// The line to show while tests run, if one is due: on a terminal one line rewritten every

@@ -146,6 +146,23 @@ impl CliError {
     }
 }
 
+/// Ctrl-C or SIGTERM sets `flag` (and `first` is said): no new child run starts, running
+/// ones are told to stop and write their reports. A second one exits at once. The runtime
+/// lives as long as the returned value.
+fn watch_interrupt(
+    flag: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    first: &'static str,
+) -> Result<tokio::runtime::Runtime, CliError> {
+    let harness = |e: std::io::Error| CliError::Harness(format!("cannot watch for Ctrl-C: {e}"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(harness)?;
+    crate::run::watch_signals(&runtime, flag, Some(first)).map_err(harness)?;
+    Ok(runtime)
+}
+
 impl From<crate::run::RunError> for CliError {
     fn from(e: crate::run::RunError) -> Self {
         match e {

@@ -35,6 +35,14 @@ pub fn run(args: RunsArgs) -> Result<u8, CliError> {
             crate::text::for_terminal(&crate::runs::table(&shown, now))
         );
     }
+    let sets = crate::runs::sets(&repo)?;
+    if !sets.is_empty() {
+        let every: Vec<_> = shown.iter().chain(&hidden).cloned().collect();
+        print!(
+            "{}",
+            crate::text::for_terminal(&crate::runs::sets_table(&sets, &every, now))
+        );
+    }
     if !hidden.is_empty() {
         eprintln!(
             "{} applied run(s) not shown; `agent-git runs --all` lists every run",

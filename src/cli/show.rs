@@ -5,7 +5,8 @@ use clap::Args;
 
 #[derive(Debug, Clone, Args)]
 pub struct ShowArgs {
-    /// The run: its branch or run id, or an unambiguous prefix of either.
+    /// The run: its branch or run id, or an unambiguous prefix of either; or a set of
+    /// attempts (`fix --attempts`) by its id, for its summary.
     pub run: String,
     #[command(flatten)]
     pub repo: super::RepoArg,
@@ -14,6 +15,14 @@ pub struct ShowArgs {
 pub fn run(args: ShowArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
+    let sets = crate::runs::sets(&repo)?;
+    if let Some(set) = crate::runs::find_set(&sets, &args.run) {
+        print!(
+            "{}",
+            crate::text::for_terminal(&crate::runs::show_set(set, &runs))
+        );
+        return Ok(0);
+    }
     let run = crate::runs::resolve(&runs, &args.run)?;
     print!(
         "{}",

@@ -320,6 +320,7 @@ mod tests {
             harness_secs: None,
             kept: None,
             required_tests: None,
+            attempts: None,
         }
     }
 

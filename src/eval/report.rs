@@ -122,15 +122,42 @@ pub fn table(records: &[RunRecord]) -> String {
     out
 }
 
+/// For best-of-N runs: the rate of the chosen attempts beside that of one attempt alone.
+fn best_of(records: &[RunRecord], s: &Summary) -> String {
+    let sets: Vec<_> = records.iter().filter_map(|r| r.attempts.as_ref()).collect();
+    let Some(n) = sets.iter().map(|a| a.n).max() else {
+        return String::new();
+    };
+    let tried: u64 = sets.iter().map(|a| u64::from(a.n)).sum();
+    let alone: u64 = sets.iter().map(|a| u64::from(a.solved)).sum();
+    let one = if tried == 0 {
+        0.0
+    } else {
+        alone as f64 / tried as f64
+    };
+    format!(
+        "best of {n}: {} of {} runs solved by the chosen attempt, rate {:.3}; pass@1 (one \
+         attempt alone) {one:.3}, {alone} of {tried} attempts; cost counts every attempt\n",
+        s.solved,
+        s.runs,
+        s.rate()
+    )
+}
+
 /// The totals line and the legend.
 fn totals(records: &[RunRecord]) -> String {
     let all: Vec<&RunRecord> = records.iter().collect();
     let s = Summary::of(&all);
     let (lo, hi) = wilson(s.solved, s.runs);
-    format!(
+    let best = best_of(records, &s);
+    let rate = match best.is_empty() {
+        true => "rate = pass@1 = pass^1",
+        false => "rate: of the runs, each the chosen one of its attempts",
+    };
+    best + &format!(
         "total: {} tasks, {} runs, {} solved, pass rate {:.3} (95% Wilson interval {:.3}-{:.3}), \
          cost ${:.4}, {} per solved run, median wall {} s, median harness {} s\n\
-         rate = pass@1 = pass^1; pass@n and pass^n with n = that task's runs (unbiased \
+         {rate}; pass@n and pass^n with n = that task's runs (unbiased \
          estimators); turns, cost, wall and harness (agent-git's own time, outside the model \
          and the tests and commands) are medians; (i) an impossible task: solved = NOT \
          passed\n",
@@ -215,6 +242,7 @@ mod tests {
             wall_secs: 2.0,
             harness_secs: None,
             required_tests: None,
+            attempts: None,
             kept: None,
         }
     }

@@ -45,6 +45,20 @@ pub struct RunRecord {
     /// Whether the task's required tests passed; absent when the task names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required_tests: Option<RequiredCheck>,
+    /// For a best-of-N run (`eval --attempts N`): how its attempts went. The record's own
+    /// outcome is the chosen attempt's, its cost that of all the attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Attempts>,
+}
+
+/// The attempts of a best-of-N run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attempts {
+    pub n: u32,
+    /// Attempts that solved the task on their own.
+    pub solved: u32,
+    /// The chosen attempt (from 1); null when none ended with a report.
+    pub chosen: Option<u32>,
 }
 
 /// A run's verdict on a task's required tests (FAIL_TO_PASS and PASS_TO_PASS).
@@ -166,9 +180,35 @@ impl RequiredCheck {
 }
 
 impl RunRecord {
-    /// (task, run, model): a rerun with the same results file skips what it holds.
-    pub fn key(&self) -> (String, u32, String) {
-        (self.task.clone(), self.run, self.model.clone())
+    /// (task, run, model, attempts): a rerun with the same results file skips what it holds.
+    pub fn key(&self) -> (String, u32, String, u32) {
+        let attempts = self.attempts.as_ref().map_or(1, |a| a.n);
+        (self.task.clone(), self.run, self.model.clone(), attempts)
+    }
+
+    /// The record of a finished `fix --attempts N --json`: the chosen attempt's, with the
+    /// set's cost and how every attempt went.
+    pub fn from_set_json(json: &Value, id: RunId<'_>, wall_secs: f64) -> RunRecord {
+        let attempts = json["attempts"].as_array().cloned().unwrap_or_default();
+        let chosen = json["chosen"]["index"]
+            .as_u64()
+            .and_then(|i| u32::try_from(i).ok());
+        let report = chosen_report(json);
+        let mut record = RunRecord::from_fix_json(&report, id, wall_secs);
+        if report.is_null() {
+            record.outcome = "no-report".into();
+        }
+        record.cost_usd = json["cost_usd"].as_f64();
+        let solved = attempts
+            .iter()
+            .filter(|a| (a["outcome"] == "passed") != id.impossible && a["run_id"].is_string())
+            .count();
+        record.attempts = Some(Attempts {
+            n: u32::try_from(attempts.len()).unwrap_or(u32::MAX),
+            solved: u32::try_from(solved).unwrap_or(u32::MAX),
+            chosen,
+        });
+        record
     }
 
     /// The record of a finished `fix --json`.
@@ -200,8 +240,18 @@ impl RunRecord {
             harness_secs: json["harness_secs"].as_f64(),
             kept: None,
             required_tests: None,
+            attempts: None,
         }
     }
+}
+
+/// The `fix --json` object of the attempt a set chose (Null when none was chosen).
+pub fn chosen_report(set: &Value) -> Value {
+    let chosen = set["chosen"]["index"].as_u64().unwrap_or(0);
+    set["attempts"]
+        .as_array()
+        .and_then(|all| all.iter().find(|a| a["index"].as_u64() == Some(chosen)))
+        .map_or(Value::Null, |a| a["report"].clone())
 }
 
 /// Which run a record is of.

@@ -4,6 +4,7 @@
 use super::results::{append, RequiredCheck, RunId, RunRecord};
 use super::task::{materialize, Task};
 use super::EvalError;
+use crate::children::{self, Ended};
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -59,6 +60,8 @@ pub struct EvalPlan {
     pub out: PathBuf,
     /// The agent-git binary each run spawns.
     pub exe: PathBuf,
+    /// Attempts per run (`fix --attempts`): 1 is an ordinary run.
+    pub attempts: u32,
 }
 
 impl EvalPlan {
@@ -67,14 +70,21 @@ impl EvalPlan {
         let done: HashSet<_> = done.iter().map(RunRecord::key).collect();
         let tasks = &self.tasks;
         let model = &self.model;
-        self.jobs
-            .retain(|j| !done.contains(&(tasks[j.task].name.clone(), j.run, model.clone())));
+        let attempts = self.attempts;
+        self.jobs.retain(|j| {
+            !done.contains(&(tasks[j.task].name.clone(), j.run, model.clone(), attempts))
+        });
     }
 
-    /// The `--model` of a task's runs.
+    /// The `--model` of a task's runs. With `oracle` and attempts, a task's `attempts/`
+    /// directory (one script per attempt) where it has one.
     pub fn model_for(&self, task: &Task) -> Result<String, EvalError> {
         if self.model != "oracle" {
             return Ok(self.model.clone());
+        }
+        let scripts = task.dir.join("attempts");
+        if self.attempts > 1 && scripts.is_dir() {
+            return Ok(format!("script:{}", scripts.display()));
         }
         let oracle = task.oracle();
         if !oracle.is_file() {
@@ -168,7 +178,14 @@ fn run_one(
     };
     let stdout = std::fs::read_to_string(dir.path().join("fix.json")).unwrap_or_default();
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_default();
-    let mut record = RunRecord::from_fix_json(&json, id, wall);
+    let mut record = match plan.attempts > 1 {
+        true => RunRecord::from_set_json(&json, id, wall),
+        false => RunRecord::from_fix_json(&json, id, wall),
+    };
+    let json = match plan.attempts > 1 {
+        true => super::results::chosen_report(&json),
+        false => json,
+    };
     if let Some(required) = &task.spec.required_tests {
         record.required_tests = Some(RequiredCheck::of(required, &json["tests"]));
     }
@@ -195,6 +212,9 @@ fn fix_command(plan: &EvalPlan, task: &Task, run: u32, dir: &Path) -> Result<Com
     cmd.args(["fix", "--json"]);
     cmd.arg(named("--model", &plan.model_for(task)?));
     cmd.arg(named("--branch", format!("eval/run-{run}")));
+    if plan.attempts > 1 {
+        cmd.arg(named("--attempts", plan.attempts.to_string()));
+    }
     cmd.arg(named("--repo", dir.join("repo")));
     for (flag, value) in [
         ("--test-cmd", &spec.test_cmd),
@@ -273,76 +293,26 @@ const TOOLCHAIN_HOMES: &[(&str, &str)] = &[
 /// files are, and where the model servers are.
 const KEPT_VARIABLES: &[&str] = &["PATH", "TMPDIR", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"];
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ended {
-    Exited,
-    TimedOut,
-    Interrupted,
-}
-
-/// Runs `cmd` in its own process group (so a terminal's Ctrl-C reaches only the eval, which
-/// passes it on), its stdout and stderr to files in `dir`; on timeout or interrupt the child
-/// gets SIGINT, and writes its report as a Ctrl-C'd run does.
+/// Runs `cmd` as a child of its own group (see `children`), its stdout and stderr to files in
+/// `dir`; on timeout or interrupt it gets SIGINT, and writes its report as a Ctrl-C'd run does.
 fn wait_for(
     cmd: &mut Command,
     dir: &Path,
     timeout_secs: Option<u64>,
     interrupt: &AtomicBool,
 ) -> Result<Ended, EvalError> {
-    use std::os::unix::process::CommandExt;
     let file = |name: &str| {
         let path = dir.join(name);
         std::fs::File::create(&path).map_err(|e| EvalError::io(&path, e))
     };
     cmd.stdin(Stdio::null())
         .stdout(file("fix.json")?)
-        .stderr(file("fix.log")?)
-        .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| EvalError::io(Path::new("agent-git"), e))?;
+        .stderr(file("fix.log")?);
+    let mut child = children::spawn(cmd).map_err(|e| EvalError::io(Path::new("agent-git"), e))?;
     // An age no clock can reach is no deadline at all.
     let deadline = timeout_secs.and_then(|s| Instant::now().checked_add(Duration::from_secs(s)));
-    let mut ended = Ended::Exited;
-    let mut signalled: Option<Instant> = None;
-    let group = i32::try_from(child.id())
-        .ok()
-        .and_then(rustix::process::Pid::from_raw);
-    let exit = crate::sandbox::ExitWatch::new(&child);
-    loop {
-        if child
-            .try_wait()
-            .map_err(|e| EvalError::io(dir, e))?
-            .is_some()
-        {
-            return Ok(ended);
-        }
-        let late = deadline.is_some_and(|d| Instant::now() >= d);
-        if ended == Ended::Exited && (late || interrupt.load(Ordering::SeqCst)) {
-            ended = if late {
-                Ended::TimedOut
-            } else {
-                Ended::Interrupted
-            };
-            if let Some(pid) = group {
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::INT);
-            }
-            signalled = Some(Instant::now());
-        }
-        // A run that does not end within its grace after Ctrl-C or its timeout is killed.
-        if signalled.is_some_and(|at| at.elapsed() >= KILL_GRACE) {
-            if let Some(pid) = group {
-                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-            }
-            signalled = None;
-        }
-        // Wakes at once when the run ends; otherwise to hear Ctrl-C and watch the clock.
-        exit.block(Duration::from_millis(50));
-    }
+    children::wait(&mut child, deadline, interrupt).map_err(|e| EvalError::io(dir, e))
 }
-
-/// How long a run may take to write its report after it was told to stop.
-const KILL_GRACE: Duration = Duration::from_secs(30);
 
 #[cfg(test)]
 mod tests {

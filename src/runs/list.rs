@@ -92,6 +92,7 @@ fn finished_run(tip: &Commit, branch: &str) -> Option<Run> {
         model: get("Agent-Model").unwrap_or_default(),
         time: tip.committer().when().seconds(),
         applied: None,
+        attempt: get("Agent-Attempt").and_then(|t| crate::attempts::AttemptOf::parse(&t)),
         report: message,
     })
 }
@@ -184,6 +185,7 @@ fn running_run(repo: &Repository, run_id: &str, branch: &str) -> Option<Run> {
         model: String::new(),
         time: started,
         applied: None,
+        attempt: None,
         report: String::new(),
     })
 }
@@ -214,6 +216,7 @@ fn unreported_run(repo: &Repository, noted: crate::workspace::discard::Unreporte
         model: String::new(),
         time: noted.started,
         applied: None,
+        attempt: None,
         report: String::new(),
     })
 }

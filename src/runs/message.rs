@@ -138,6 +138,7 @@ mod tests {
             model: "script:r.json".into(),
             time: 0,
             applied: None,
+            attempt: None,
             report: "agent-git: tests pass: Fix the adder\n\nTask: Fix the adder\n\
                      Outcome: passed (the tests pass)\nTurns: 3 of 30\n\n\
                      What was tried:\n  [1] edit calc.py -> commit 1a2b3c4\n\n\

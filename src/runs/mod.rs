@@ -7,8 +7,10 @@ pub mod age;
 mod describe;
 mod list;
 pub mod message;
+mod sets;
 
 pub use list::{list, resolve};
+pub use sets::{chosen_run, find_set, sets, sets_table, show_set, AttemptSet};
 
 use crate::workspace::discard::DiscardError;
 use crate::workspace::land::LandError;
@@ -38,6 +40,8 @@ pub struct Run {
     pub applied: Option<Oid>,
     /// The report commit's whole message (empty while running).
     pub report: String,
+    /// Which attempt of a set (`fix --attempts`) the run was.
+    pub attempt: Option<crate::attempts::AttemptOf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +122,7 @@ impl Run {
             "time": self.time,
             "age_seconds": now - self.time,
             "applied": self.applied.map(|a| a.to_string()),
+            "attempt": self.attempt,
         })
     }
 }

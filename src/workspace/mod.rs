@@ -16,6 +16,7 @@ mod recorded;
 pub mod rooms;
 
 mod restore;
+pub mod sets;
 mod setup;
 mod tested;
 

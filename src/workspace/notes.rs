@@ -18,8 +18,22 @@ pub fn store_transcript(
     let text = serde_json::to_string_pretty(transcript)
         .map_err(|e| WorkspaceError::Unsafe(format!("cannot write the transcript: {e}")))?;
     let sig = dates::signature(AGENT_NAME, AGENT_EMAIL, "GIT_COMMITTER_DATE")?;
-    Ok(repo.note(&sig, &sig, Some(TRANSCRIPTS_REF), report, &text, true)?)
+    // Runs ending at the same time (the attempts of a set) take turns at the notes ref.
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        match repo.note(&sig, &sig, Some(TRANSCRIPTS_REF), report, &text, true) {
+            Err(e) if e.code() == git2::ErrorCode::Locked && waited < LOCK_PATIENCE => {
+                let pause = std::time::Duration::from_millis(20);
+                std::thread::sleep(pause);
+                waited += pause;
+            }
+            stored => return Ok(stored?),
+        }
+    }
 }
+
+/// How long a run waits for another to be done with the notes ref.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The transcript stored on `report`, if any.
 pub fn read_transcript(repo: &Repository, report: Oid) -> Result<Option<Value>, WorkspaceError> {
