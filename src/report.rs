@@ -42,6 +42,8 @@ pub struct Report<'a> {
     pub test_rules: &'a [String],
     /// Which attempt of a set the run is.
     pub attempt: Option<&'a crate::attempts::AttemptOf>,
+    /// How each layer of the sandbox held, in full, where known.
+    pub sandbox_details: Option<&'a str>,
 }
 
 impl Report<'_> {
@@ -425,6 +427,7 @@ impl Report<'_> {
             // What the report's Notes say: a model server's own words on a failure, say.
             "notes": self.notes,
             "attempt": self.attempt,
+            "sandbox": {"summary": self.sandbox, "details": self.sandbox_details},
         })
     }
 }
@@ -541,6 +544,7 @@ mod tests {
             ended_early: None,
             test_rules: &[],
             attempt: None,
+            sandbox_details: None,
         };
         let expected = "\
 agent-git: tests still fail after 2 turns: Fix the adder
@@ -612,6 +616,7 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                 "report_commit": "r1",
                 "worktree": null,
                 "attempt": null,
+                "sandbox": {"summary": "no network", "details": null},
                 "usage": {"input_tokens": 1200, "output_tokens": 300, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 3600, "reasoning_tokens": 0, "cache_read_share": 0.75},
                 "reasoning": {"setting": "off", "reasoning_tokens": null},
                 "changes": {"status": "not_run"},

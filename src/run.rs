@@ -79,6 +79,8 @@ pub struct RunPlan {
     pub uncommitted: Option<Notice>,
     /// Which attempt of a set the run is.
     pub attempt: Option<crate::attempts::AttemptOf>,
+    /// Say more of what the run sets up (`-v`).
+    pub verbose: bool,
 }
 
 /// A line to say, being worked out in a thread of its own; None where there is nothing to say.
@@ -766,6 +768,9 @@ fn work(
     )
     .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
     progress(&format!("sandbox: {}", sandbox.describe()));
+    if plan.verbose {
+        progress(&format!("sandbox, in full: {}", sandbox.details()));
+    }
     let hooks_run = plan.run_hooks && sandbox.refusal().is_none();
     plan.notes
         .extend(hooks_note(workspace, plan.run_hooks, hooks_run));
@@ -816,6 +821,7 @@ fn work(
         result.proof = verifier.prove_changes(plan.prove, progress);
     }
     result.process_time = sandbox.busy() + before;
+    result.sandbox_details = Some(sandbox.details());
     let not_run = verifier.python_files_not_run(&plan.tests.facts.python_test_files);
     if !not_run.is_empty() {
         let note = format!(
@@ -904,6 +910,7 @@ fn report<'a>(
         ended_early: result.ended_early.as_deref(),
         test_rules: &plan.tests.rules,
         attempt: plan.attempt.as_ref(),
+        sandbox_details: result.sandbox_details.as_deref(),
     }
 }
 

@@ -55,6 +55,8 @@ pub struct FixRequest {
     /// Which attempt of a set this run is (`fix --attempts`); the set has said what is to be
     /// said of uncommitted changes.
     pub attempt: Option<crate::attempts::AttemptOf>,
+    /// Say more of what the run sets up.
+    pub verbose: bool,
 }
 
 /// The repository at `path`, or the one containing the current directory.
@@ -223,6 +225,7 @@ pub fn plan_fix(
         python,
         settings,
         attempt: request.attempt,
+        verbose: request.verbose,
     })
 }
 

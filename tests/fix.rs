@@ -284,6 +284,7 @@ fn json_output_has_the_documented_shape() {
     assert_eq!(
         keys,
         vec![
+            "attempt",
             "base",
             "branch",
             "changes",
@@ -296,6 +297,7 @@ fn json_output_has_the_documented_shape() {
             "reasoning",
             "report_commit",
             "run_id",
+            "sandbox",
             "tests",
             "timing",
             "turns",

@@ -221,9 +221,10 @@ fn shell_cannot_write_outside_reach_the_network_or_see_secrets() {
         r["env"].1
     );
     assert!(r["env"].1.contains("PATH="), "{}", r["env"].1);
+    // The report says it short; `--json` and `-v` have each layer in full.
     assert!(env
         .message(&repo, "agent/escape")
-        .contains("Sandbox: no network (own loopback only)"));
+        .contains("Sandbox: no network; writes only in the work tree; all else read-only"));
 }
 
 #[test]
@@ -1067,5 +1068,39 @@ fn home_is_seen_through_what_toolchains_need() {
     assert!(
         seen.contains("initial"),
         "git works in a repository under HOME: {seen}"
+    );
+}
+
+/// The start and the report say the sandbox in a short line; `-v` and `--json` say how each
+/// layer holds.
+#[test]
+fn the_sandbox_is_said_short_and_in_full_under_verbose_and_json() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let replies = serde_json::json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
+    let run = env.fix_scripted(&repo, "agent/said", replies, &["-v", "--json"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let json: serde_json::Value = serde_json::from_str(&stdout(&run.out)).unwrap();
+    let summary = json["sandbox"]["summary"].as_str().unwrap();
+    let details = json["sandbox"]["details"].as_str().unwrap();
+    assert!(
+        summary.starts_with("no network; writes only in the work tree;"),
+        "{summary}"
+    );
+    assert!(summary.len() < 200, "short: {summary}");
+    assert!(
+        details.contains("(own loopback only)") && details.contains("Landlock"),
+        "{details}"
+    );
+    let report = env.message(&repo, "agent/said");
+    assert!(
+        report.contains(&format!("Sandbox: {summary}\n")),
+        "{report}"
+    );
+    let said = run.stderr();
+    assert!(said.contains(&format!("sandbox: {summary}")), "{said}");
+    assert!(
+        said.contains(&format!("sandbox, in full: {details}")),
+        "{said}"
     );
 }

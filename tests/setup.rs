@@ -260,7 +260,19 @@ fn help_contract(env: &TestEnv) -> (BTreeSet<String>, BTreeSet<String>) {
     let help = stdout(&out);
     let flags = help
         .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("--"))
+        .map(|l| {
+            let l = l.trim_start();
+            // A flag with a short form too: `-v, --verbose`.
+            match l.split_once(", ") {
+                Some((short, long))
+                    if short.len() == 2 && short.starts_with('-') && long.starts_with("--") =>
+                {
+                    long
+                }
+                _ => l,
+            }
+        })
+        .filter_map(|l| l.strip_prefix("--"))
         .filter_map(|l| l.split([' ', '<']).next())
         .filter(|f| *f != "help")
         .map(|f| format!("--{f}"))

@@ -146,6 +146,8 @@ pub struct RunResult {
     pub process_time: Duration,
     /// Which of a passed run's changes its tests require.
     pub proof: crate::verify::Proof,
+    /// How each layer of the run's sandbox held, in full (`--json`; the report has it short).
+    pub sandbox_details: Option<String>,
 }
 
 impl RunResult {
@@ -163,6 +165,7 @@ impl RunResult {
             model_time: Duration::ZERO,
             process_time: Duration::ZERO,
             proof: crate::verify::Proof::NotRun,
+            sandbox_details: None,
         }
     }
 }
@@ -292,6 +295,7 @@ impl Agent<'_> {
             model_time: state.model_time,
             process_time: Duration::ZERO,
             proof: crate::verify::Proof::NotRun,
+            sandbox_details: None,
         }
     }
 

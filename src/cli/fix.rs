@@ -97,6 +97,9 @@ pub struct FixArgs {
     /// How many attempts run at once.
     #[arg(long, value_name = "J", default_value_t = 1, requires = "attempts", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub jobs: u32,
+    /// Say more of what the run sets up: the sandbox's layers in full.
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Internal: the attempt of a set this process is (set by `--attempts`).
     #[arg(long, value_name = "JSON", hide = true)]
     pub attempt_of: Option<String>,
@@ -136,6 +139,7 @@ impl FixArgs {
                 _ => None,
             },
             attempt: None,
+            verbose: self.verbose,
         }
     }
 

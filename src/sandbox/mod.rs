@@ -904,9 +904,15 @@ impl Sandbox {
         Duration::from_micros(self.busy_micros.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// One line for the start of a run and its report.
+    /// One short line for the start of a run and its report: what holds in a few words, what
+    /// does not in full.
     pub fn describe(&self) -> String {
         describe(self.layers.as_ref(), &self.allow_write)
+    }
+
+    /// The same line with how each layer holds (`fix -v`, `--json`).
+    pub fn details(&self) -> String {
+        describe_in(self.layers.as_ref(), &self.allow_write, Detail::Full)
     }
 
     /// Whether the model's commands run confined (the sandbox is on, and holds here): only
@@ -982,14 +988,25 @@ impl Drop for Sandbox {
     }
 }
 
+/// How much a description says of the layers that hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    Short,
+    Full,
+}
+
 /// One line for the start of a run and its report: which layers hold, or that none was asked,
 /// and which directories the user made writable.
 pub fn describe(layers: Option<&Layers>, allow_write: &[PathBuf]) -> String {
+    describe_in(layers, allow_write, Detail::Short)
+}
+
+fn describe_in(layers: Option<&Layers>, allow_write: &[PathBuf], detail: Detail) -> String {
     let mut line = match layers {
         None => "off (--sandbox off): commands and tests ran unconfined, with the allowlisted \
                  environment"
             .to_string(),
-        Some(layers) => describe_layers(layers),
+        Some(layers) => describe_layers(layers, detail),
     };
     if !allow_write.is_empty() {
         let dirs: Vec<String> = allow_write
@@ -1001,14 +1018,17 @@ pub fn describe(layers: Option<&Layers>, allow_write: &[PathBuf]) -> String {
     line
 }
 
-fn describe_layers(layers: &Layers) -> String {
-    let part = |r: &Result<(), String>, ok: &str, not: &str| match r {
-        Ok(()) => ok.to_string(),
-        Err(e) => format!("{not} ({e})"),
+fn describe_layers(layers: &Layers, detail: Detail) -> String {
+    // What holds is said in its first words unless in full; what does not, always in full.
+    let part = |r: &Result<(), String>, ok: &str, not: &str| match (r, detail) {
+        (Ok(()), Detail::Full) => ok.to_string(),
+        (Ok(()), Detail::Short) => ok.split(" (").next().unwrap_or(ok).to_string(),
+        (Err(e), _) => format!("{not} ({e})"),
     };
-    let processes = match &layers.processes {
-        Ok(how) => format!("processes limited ({how})"),
-        Err(e) => format!("processes NOT limited ({e})"),
+    let processes = match (&layers.processes, detail) {
+        (Ok(how), Detail::Full) => format!("processes limited ({how})"),
+        (Ok(_), Detail::Short) => "processes limited".to_string(),
+        (Err(e), _) => format!("processes NOT limited ({e})"),
     };
     format!(
         "{}; {}; {}; {}; {}; {processes}",
@@ -1019,14 +1039,14 @@ fn describe_layers(layers: &Layers) -> String {
         ),
         part(
             &layers.filesystem,
-            "writes only in the work tree and a private temp dir, and tests cannot read the \
-             checkout or the model's files (Landlock)",
+            "writes only in the work tree (and a private temp dir; tests cannot read the \
+             checkout or the model's files; Landlock)",
             "writes NOT confined"
         ),
         part(
             &layers.read_only,
-            "all else read-only, the tests too while they run, with /tmp, /run and /dev/shm \
-             private and empty and credentials under HOME covered (mount namespace)",
+            "all else read-only (the tests too while they run, with /tmp, /run and /dev/shm \
+             private and empty and credentials under HOME covered; mount namespace)",
             "the rest of the filesystem NOT confined"
         ),
         part(
@@ -1165,14 +1185,21 @@ mod tests {
         assert!(refusal(Mode::On, Some(&no_net)).is_some());
         assert_eq!(refusal(Mode::Off, None), None);
         assert!(describe(None, &[]).starts_with("off (--sandbox off)"));
+        // Short: what holds in its first words, what does not in full.
         assert_eq!(
             describe(Some(&full), &[PathBuf::from("/cache")]),
-            "no network (own loopback only); writes only in the work tree and a private temp dir, \
-             and tests cannot read the checkout or the model's files (Landlock); all else \
-             read-only, the tests too while they run, with /tmp, /run and /dev/shm private and \
-             empty and credentials under HOME covered (mount namespace); HOME a private \
-             empty one, not the user's read-only (EINVAL); a /proc of its own (no other process visible); processes NOT \
+            "no network; writes only in the work tree; all else read-only; HOME a private \
+             empty one, not the user's read-only (EINVAL); a /proc of its own; processes NOT \
              limited (no cgroup); also writable on request: /cache"
+        );
+        assert_eq!(
+            describe_in(Some(&full), &[], Detail::Full),
+            "no network (own loopback only); writes only in the work tree (and a private temp \
+             dir; tests cannot read the checkout or the model's files; Landlock); all else \
+             read-only (the tests too while they run, with /tmp, /run and /dev/shm private and \
+             empty and credentials under HOME covered; mount namespace); HOME a private \
+             empty one, not the user's read-only (EINVAL); a /proc of its own (no other process \
+             visible); processes NOT limited (no cgroup)"
         );
     }
 
