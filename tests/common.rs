@@ -111,6 +111,21 @@ impl TestEnv {
         cmd
     }
 
+    /// `bash -c SCRIPT` in `dir`, isolated as agent-git is, with the agent-git under test first
+    /// on PATH, as an installed one would be.
+    pub fn bash(&self, dir: &Path, script: &str) -> Output {
+        let mut cmd = Command::new("bash");
+        self.isolate(&mut cmd);
+        let bin = Path::new(env!("CARGO_BIN_EXE_agent-git")).parent().unwrap();
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env("PATH", path).arg("-c").arg(script).current_dir(dir);
+        cmd.output().unwrap()
+    }
+
     /// `agent-git fix "Fix the adder" --model script:SCRIPT --branch BRANCH [extra]`.
     pub fn fix(&self, dir: &Path, script: &Path, branch: &str, extra: &[&str]) -> Output {
         self.fix_cmd(dir, script, branch, extra).output().unwrap()

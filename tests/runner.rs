@@ -6,6 +6,7 @@ mod api_failures;
 mod attempts;
 mod brief;
 mod common;
+mod completions;
 mod ends;
 mod eval;
 mod evals;

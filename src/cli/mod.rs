@@ -2,12 +2,14 @@
 
 pub mod apply;
 pub mod check;
+pub mod completions;
 pub mod demo;
 pub mod discard;
 pub mod eval;
 pub mod fix;
 pub mod gc;
 pub mod hook;
+pub mod man;
 pub mod runs;
 pub mod sandbox_exec;
 pub mod show;
@@ -78,6 +80,10 @@ pub enum Command {
     Eval(Box<eval::EvalArgs>),
     /// Install or remove agent-git's pre-push hook.
     Hook(hook::HookArgs),
+    /// Print the completion script for a shell (bash, zsh, fish); the README says where it goes.
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page (roff); with --dir, write it and one page per subcommand there.
+    Man(man::ManArgs),
     /// The sandbox helper that agent-git runs commands through.
     #[command(hide = true, name = "sandbox-exec")]
     SandboxExec(Box<sandbox_exec::SandboxExecArgs>),
@@ -258,6 +264,8 @@ pub fn run(cli: Cli) -> Result<u8, CliError> {
         Command::Check(args) => check::run(args),
         Command::Hook(args) => hook::run(args),
         Command::Eval(args) => eval::run(*args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => man::run(args),
         Command::SandboxExec(args) => Ok(sandbox_exec::run(*args)),
         Command::CheckOutRoom(args) => check_out_room(&args),
         Command::AddWorkTree(args) => add_work_tree(&args),
