@@ -1,6 +1,6 @@
 //! ask_user: a question for the person who started the run, when one is at the terminal.
 
-use super::{parse_input, Tool, ToolContext, ToolFatal, ToolOutcome};
+use super::{parse_input, Tool, ToolContext, ToolError, ToolOutcome};
 use crate::model::ToolSpec;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -46,11 +46,8 @@ impl Tool for AskUser {
         format!("ask \"{short}{more}\"")
     }
 
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: AskArgs = match parse_input("ask_user", input) {
-            Ok(args) => args,
-            Err(refusal) => return Ok(refusal),
-        };
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
+        let args: AskArgs = parse_input("ask_user", input)?;
         let question = args.question.trim();
         if question.is_empty() || question.len() > MAX_QUESTION {
             return Ok(ToolOutcome::error(

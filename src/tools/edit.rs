@@ -2,7 +2,7 @@
 //! a refused one changes nothing and commits nothing.
 
 use super::files::{read_text, refused, write_regular};
-use super::{parse_input, path_label, short, Tool, ToolContext, ToolFatal, ToolOutcome};
+use super::{parse_input, path_label, short, Tool, ToolContext, ToolError, ToolOutcome};
 use crate::guard::{display, Resolved};
 use crate::model::ToolSpec;
 use crate::workspace::{Changed, CommitOutcome};
@@ -18,7 +18,7 @@ fn commit(
     verb: &str,
     shown: &str,
     done: &str,
-) -> Result<ToolOutcome, ToolFatal> {
+) -> Result<ToolOutcome, ToolError> {
     let subject = format!("agent-git: {verb} {shown}");
     let protection = ctx.guard.protection();
     // Only that path is looked at; when it cannot be named inside the tree, all of it is.
@@ -68,31 +68,27 @@ fn in_tree(root: &Path, full: &Path) -> Option<PathBuf> {
 
 /// The guard's verdict, then what only git knows: a path git ignores cannot be committed, so
 /// a change there would shape the test runs without ever reaching the branch.
-fn resolve_for_write(
-    ctx: &ToolContext,
-    path: &str,
-) -> Result<Result<(Resolved, String), ToolOutcome>, ToolFatal> {
-    let resolved = match ctx.guard.check_write(path) {
-        Ok(r) => r,
-        Err(e) => return Ok(Err(refused(e))),
-    };
+fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<(Resolved, String), ToolError> {
+    let resolved = ctx.guard.check_write(path).map_err(refused)?;
     let shown = display(&resolved.rel);
     if resolved.rel.as_os_str().is_empty() || resolved.real.is_dir() {
-        return Ok(Err(ToolOutcome::error(
+        return Err(ToolOutcome::error(
             format!("{shown} is a directory; name a file"),
             "error: a directory",
-        )));
+        )
+        .into());
     }
     if ctx.workspace().is_ignored_untracked(&resolved.rel)? {
-        return Ok(Err(ToolOutcome::error(
+        return Err(ToolOutcome::error(
             format!(
                 "refused: git ignores {shown}, so a change to it could not be committed; \
                  change files that git tracks"
             ),
             "refused: ignored by git",
-        )));
+        )
+        .into());
     }
-    Ok(Ok((resolved, shown)))
+    Ok((resolved, shown))
 }
 
 fn io_error(what: &str, shown: &str, e: std::io::Error) -> ToolOutcome {
@@ -129,23 +125,15 @@ impl Tool for WriteFile {
         path_label("write", input)
     }
 
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: WriteArgs = match parse_input("write_file", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
-        let (resolved, shown) = match resolve_for_write(ctx, &args.path)? {
-            Ok(r) => r,
-            Err(outcome) => return Ok(outcome),
-        };
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
+        let args: WriteArgs = parse_input("write_file", input)?;
+        let (resolved, shown) = resolve_for_write(ctx, &args.path)?;
         if let Some(parent) = resolved.real.parent() {
-            if let Err(e) = std::fs::create_dir_all(parent) {
-                return Ok(io_error("create the directory of", &shown, e));
-            }
+            std::fs::create_dir_all(parent)
+                .map_err(|e| io_error("create the directory of", &shown, e))?;
         }
-        if let Err(e) = write_regular(&resolved.real, args.content.as_bytes()) {
-            return Ok(io_error("write", &shown, e));
-        }
+        write_regular(&resolved.real, args.content.as_bytes())
+            .map_err(|e| io_error("write", &shown, e))?;
         let lines = args.content.lines().count();
         commit(
             ctx,
@@ -190,32 +178,18 @@ impl Tool for EditFile {
         path_label("edit", input)
     }
 
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: EditArgs = match parse_input("edit_file", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
-        let (resolved, shown) = match resolve_for_write(ctx, &args.path)? {
-            Ok(r) => r,
-            Err(outcome) => return Ok(outcome),
-        };
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
+        let args: EditArgs = parse_input("edit_file", input)?;
+        let (resolved, shown) = resolve_for_write(ctx, &args.path)?;
         if !resolved.real.exists() {
             return Ok(ToolOutcome::error(
                 format!("{shown} does not exist; use write_file to create it"),
                 "error: not found",
             ));
         }
-        let text = match read_text(&resolved.real, &shown) {
-            Ok(t) => t,
-            Err(outcome) => return Ok(outcome),
-        };
-        let new = match replace_once(&text, &args.old_text, &args.new_text, &shown) {
-            Ok(new) => new,
-            Err(outcome) => return Ok(outcome),
-        };
-        if let Err(e) = write_regular(&resolved.real, new.as_bytes()) {
-            return Ok(io_error("write", &shown, e));
-        }
+        let text = read_text(&resolved.real, &shown)?;
+        let new = replace_once(&text, &args.old_text, &args.new_text, &shown)?;
+        write_regular(&resolved.real, new.as_bytes()).map_err(|e| io_error("write", &shown, e))?;
         commit(
             ctx,
             &resolved.real,
@@ -319,15 +293,9 @@ impl Tool for DeleteFile {
         path_label("delete", input)
     }
 
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: DeleteArgs = match parse_input("delete_file", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
-        let (resolved, shown) = match resolve_for_write(ctx, &args.path)? {
-            Ok(r) => r,
-            Err(outcome) => return Ok(outcome),
-        };
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
+        let args: DeleteArgs = parse_input("delete_file", input)?;
+        let (resolved, shown) = resolve_for_write(ctx, &args.path)?;
         // The name itself goes, not what a symlink points to.
         let target = ctx.guard.root().join(&resolved.rel);
         if std::fs::symlink_metadata(&target).is_err() {
@@ -336,9 +304,7 @@ impl Tool for DeleteFile {
                 "error: not found",
             ));
         }
-        if let Err(e) = std::fs::remove_file(&target) {
-            return Ok(io_error("delete", &shown, e));
-        }
+        std::fs::remove_file(&target).map_err(|e| io_error("delete", &shown, e))?;
         commit(ctx, &target, "delete", &shown, &format!("deleted {shown}"))
     }
 }

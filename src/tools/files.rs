@@ -1,6 +1,6 @@
 //! Reading a file (read_file), and the file helpers the other tools share.
 
-use super::{parse_input, path_label, Tool, ToolContext, ToolFatal, ToolOutcome};
+use super::{parse_input, path_label, Tool, ToolContext, ToolError, ToolOutcome};
 use crate::guard::{display, PathError};
 use crate::model::ToolSpec;
 use serde::Deserialize;
@@ -107,15 +107,9 @@ impl Tool for ReadFile {
         path_label("read", input)
     }
 
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: ReadArgs = match parse_input("read_file", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
-        let resolved = match ctx.guard.check_read(&args.path) {
-            Ok(r) => r,
-            Err(e) => return Ok(refused(e)),
-        };
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
+        let args: ReadArgs = parse_input("read_file", input)?;
+        let resolved = ctx.guard.check_read(&args.path).map_err(refused)?;
         let shown = display(&resolved.rel);
         if resolved.real.is_dir() {
             return Ok(ToolOutcome::error(
@@ -129,10 +123,7 @@ impl Tool for ReadFile {
                 "error: not found",
             ));
         }
-        let text = match read_text(&resolved.real, &shown) {
-            Ok(t) => t,
-            Err(outcome) => return Ok(outcome),
-        };
+        let text = read_text(&resolved.real, &shown)?;
         Ok(number_lines(&shown, &text, args.start_line, args.end_line))
     }
 }

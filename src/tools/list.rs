@@ -8,7 +8,7 @@
 
 use super::files::refused;
 use super::walk::each_file;
-use super::{parse_input, Tool, ToolContext, ToolFatal, ToolOutcome};
+use super::{parse_input, Tool, ToolContext, ToolError, ToolOutcome};
 use crate::guard::{display, Guard};
 use crate::model::ToolSpec;
 use git2::{ObjectType, Oid, Repository, Tree};
@@ -81,11 +81,8 @@ impl Tool for ListFiles {
         }
     }
 
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: ListArgs = match parse_input("list_files", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
+        let args: ListArgs = parse_input("list_files", input)?;
         let path = args.path.as_deref().unwrap_or(".");
         let repo = ctx.workspace().repo();
         let offset = args.offset.unwrap_or(0);

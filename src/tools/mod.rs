@@ -101,11 +101,41 @@ pub enum ToolFatal {
     Verify(#[from] VerifyError),
 }
 
+/// Why a tool stopped short, as codex-rs splits it: an answer for the model (a refusal, input
+/// it got wrong, a file that is not there), or the end of the run. `?` makes either.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// Goes back to the model as the call's result; the run goes on.
+    #[error("{}", .0.content)]
+    Respond(ToolOutcome),
+    /// The harness itself failed: the run ends.
+    #[error(transparent)]
+    Fatal(#[from] ToolFatal),
+}
+
+impl From<ToolOutcome> for ToolError {
+    fn from(outcome: ToolOutcome) -> Self {
+        ToolError::Respond(outcome)
+    }
+}
+
+impl From<WorkspaceError> for ToolError {
+    fn from(e: WorkspaceError) -> Self {
+        ToolError::Fatal(e.into())
+    }
+}
+
+impl From<VerifyError> for ToolError {
+    fn from(e: VerifyError) -> Self {
+        ToolError::Fatal(e.into())
+    }
+}
+
 pub trait Tool: Send + Sync {
     fn spec(&self) -> ToolSpec;
     /// How the report names a call, e.g. `edit calc.py`.
     fn label(&self, input: &Value) -> String;
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal>;
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError>;
 }
 
 pub struct Registry {
@@ -163,7 +193,10 @@ impl Registry {
                 not_an_object(name, input),
                 "refused: invalid input",
             )),
-            Some(tool) => tool.run(input, ctx),
+            Some(tool) => match tool.run(input, ctx) {
+                Ok(outcome) | Err(ToolError::Respond(outcome)) => Ok(outcome),
+                Err(ToolError::Fatal(fatal)) => Err(fatal),
+            },
             None => Ok(ToolOutcome::error(
                 format!(
                     "unknown tool `{name}`; the tools are: {}",

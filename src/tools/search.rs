@@ -3,7 +3,7 @@
 
 use super::files::refused;
 use super::walk::each_file;
-use super::{parse_input, Tool, ToolContext, ToolFatal, ToolOutcome};
+use super::{parse_input, Tool, ToolContext, ToolError, ToolOutcome};
 use crate::guard::{display, Guard};
 use crate::model::ToolSpec;
 use grep_matcher::LineTerminator;
@@ -50,11 +50,8 @@ impl Tool for Search {
         format!("search '{pattern}'")
     }
 
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: SearchArgs = match parse_input("search", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
+        let args: SearchArgs = parse_input("search", input)?;
         Ok(search(
             ctx.guard,
             &args.pattern,

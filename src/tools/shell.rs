@@ -2,7 +2,7 @@
 //! inspected afterwards: protected paths are put back, a moved branch is restored, and the
 //! rest becomes one commit, like an edit.
 
-use super::{parse_input, short, Tool, ToolContext, ToolFatal, ToolOutcome};
+use super::{parse_input, short, Tool, ToolContext, ToolError, ToolOutcome};
 use crate::model::ToolSpec;
 use crate::workspace::CommitOutcome;
 use serde::Deserialize;
@@ -47,11 +47,8 @@ impl Tool for RunCommand {
         format!("run `{}`", one_line(command, 60))
     }
 
-    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
-        let args: CommandArgs = match parse_input("run_command", input) {
-            Ok(a) => a,
-            Err(outcome) => return Ok(outcome),
-        };
+    fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
+        let args: CommandArgs = parse_input("run_command", input)?;
         if args.command.contains('\0') {
             return Ok(ToolOutcome::error(
                 "refused: the command contains a NUL byte, which no shell can run",

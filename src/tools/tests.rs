@@ -1,6 +1,6 @@
 //! run_tests: the model may ask the verifier at any time; the harness asks it anyway.
 
-use super::{Tool, ToolContext, ToolFatal, ToolOutcome};
+use super::{Tool, ToolContext, ToolError, ToolOutcome};
 use crate::model::ToolSpec;
 use crate::verify::describe_for_model;
 use serde_json::{json, Value};
@@ -22,7 +22,7 @@ impl Tool for RunTests {
         "run_tests".to_string()
     }
 
-    fn run(&self, _input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolFatal> {
+    fn run(&self, _input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
         let result = ctx.verifier.run()?;
         Ok(ToolOutcome {
             tests: Some(Box::new(result.clone())),
