@@ -494,6 +494,9 @@ impl Agent<'_> {
     ) -> Result<ContentBlock, ToolFatal> {
         let ctx = ToolContext {
             guard: self.guard,
+            workspace: self.verifier.workspace,
+            sandbox: self.verifier.sandbox,
+            interrupt: self.verifier.interrupt,
             verifier: self.verifier,
             note,
             max_command_secs: match self.time_left() {

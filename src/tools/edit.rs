@@ -29,7 +29,7 @@ fn commit(
         Changed::Paths(&paths)
     };
     let result = ctx
-        .workspace()
+        .workspace
         .commit(changed, &subject, ctx.note, protection, &*ctx.hooks())?;
     if !result.dropped.is_empty() {
         return Ok(ToolOutcome::error(
@@ -78,7 +78,7 @@ fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<(Resolved, String)
         )
         .into());
     }
-    if ctx.workspace().is_ignored_untracked(&resolved.rel)? {
+    if ctx.workspace.is_ignored_untracked(&resolved.rel)? {
         return Err(ToolOutcome::error(
             format!(
                 "refused: git ignores {shown}, so a change to it could not be committed; \

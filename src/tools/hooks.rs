@@ -1,26 +1,29 @@
 //! The repository's commit hooks, run for agent commits as `git commit` runs them, but in the
 //! sandbox like the model's own commands: they are the repository's code.
 
-use crate::verify::Verifier;
-use crate::workspace::{CommitHooks, WorkspaceError};
+use crate::sandbox::Sandbox;
+use crate::workspace::{CommitHooks, Workspace, WorkspaceError};
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 /// The longest one hook may take.
 const HOOK_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct SandboxHooks<'a> {
-    pub verifier: &'a Verifier<'a>,
+    pub workspace: &'a Workspace,
+    pub sandbox: &'a Sandbox,
+    pub interrupt: &'a AtomicBool,
 }
 
 impl SandboxHooks<'_> {
     /// Runs `hook` with `args` in the model's jail; None when it passed or could not run
     /// (no such hook, or no sandbox to run it in), else what it printed.
     fn run(&self, hook: &str, args: &[&Path]) -> Result<Option<String>, WorkspaceError> {
-        let Some(path) = self.verifier.workspace.hook_path(hook) else {
+        let Some(path) = self.workspace.hook_path(hook) else {
             return Ok(None);
         };
-        let sandbox = self.verifier.sandbox;
+        let sandbox = self.sandbox;
         if sandbox.refusal().is_some() {
             return Ok(None);
         }
@@ -34,7 +37,7 @@ impl SandboxHooks<'_> {
                 &sandbox.model_jail(),
                 &shell,
                 HOOK_TIMEOUT,
-                self.verifier.interrupt,
+                self.interrupt,
                 &mut |_| {},
             )
             .map_err(|e| WorkspaceError::io("run the hook", &path, e))?;
@@ -55,8 +58,7 @@ impl SandboxHooks<'_> {
 
 impl CommitHooks for SandboxHooks<'_> {
     fn runs_pre_commit(&self) -> bool {
-        self.verifier.sandbox.refusal().is_none()
-            && self.verifier.workspace.hook_path("pre-commit").is_some()
+        self.sandbox.refusal().is_none() && self.workspace.hook_path("pre-commit").is_some()
     }
 
     fn pre_commit(&self) -> Result<Option<String>, WorkspaceError> {
@@ -65,10 +67,10 @@ impl CommitHooks for SandboxHooks<'_> {
 
     /// The message goes to the hook in a file of the model's temp dir, where it may edit it.
     fn commit_msg(&self, message: &str) -> Result<Result<String, String>, WorkspaceError> {
-        if self.verifier.workspace.hook_path("commit-msg").is_none() {
+        if self.workspace.hook_path("commit-msg").is_none() {
             return Ok(Ok(message.to_string()));
         }
-        let dir = self.verifier.sandbox.private_dir().join("tmp");
+        let dir = self.sandbox.private_dir().join("tmp");
         let io = |e| WorkspaceError::io("write the commit message for the hook", &dir, e);
         let file = tempfile::Builder::new()
             .prefix("COMMIT_EDITMSG.")

@@ -13,16 +13,25 @@ mod walk;
 
 use crate::guard::Guard;
 use crate::model::ToolSpec;
+use crate::sandbox::Sandbox;
 use crate::testrun::TestResult;
 use crate::verify::{Verifier, VerifyError};
-use crate::workspace::WorkspaceError;
+use crate::workspace::{Workspace, WorkspaceError};
 use git2::Oid;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::sync::atomic::AtomicBool;
 
 /// Everything a tool may use during one call.
 pub struct ToolContext<'a> {
     pub guard: &'a Guard,
+    /// The run's work tree and branch, where every accepted change is committed.
+    pub workspace: &'a Workspace,
+    /// Where the model's commands (and the repository's commit hooks) run.
+    pub sandbox: &'a Sandbox,
+    /// Set when the run is interrupted (Ctrl-C, SIGTERM): a running command is stopped.
+    pub interrupt: &'a AtomicBool,
+    /// The judge of the tests, for run_tests.
     pub verifier: &'a Verifier<'a>,
     /// What the model said alongside the call: the body of the commit the call may make.
     pub note: &'a str,
@@ -35,15 +44,13 @@ pub struct ToolContext<'a> {
 }
 
 impl ToolContext<'_> {
-    pub fn workspace(&self) -> &crate::workspace::Workspace {
-        self.verifier.workspace
-    }
-
     /// The commit hooks an agent commit runs.
     pub fn hooks(&self) -> Box<dyn crate::workspace::CommitHooks + '_> {
         if self.run_hooks {
             Box::new(hooks::SandboxHooks {
-                verifier: self.verifier,
+                workspace: self.workspace,
+                sandbox: self.sandbox,
+                interrupt: self.interrupt,
             })
         } else {
             Box::new(crate::workspace::NoHooks)

@@ -55,21 +55,21 @@ impl Tool for RunCommand {
                 "refused: NUL in command",
             ));
         }
-        let sandbox = ctx.verifier.sandbox;
+        let sandbox = ctx.sandbox;
         if let Some(refusal) = sandbox.refusal() {
             return Ok(ToolOutcome::error(refusal, "refused: no sandbox"));
         }
         let jail = sandbox.model_jail();
         let asked = args.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1);
         let timeout = asked.min(ctx.max_command_secs);
-        let workspace = ctx.workspace();
+        let workspace = ctx.workspace;
         let before = workspace.snapshot()?;
         let raw = sandbox
             .run(
                 &jail,
                 &args.command,
                 Duration::from_secs(timeout),
-                ctx.verifier.interrupt,
+                ctx.interrupt,
                 &mut |_| {},
             )
             .map_err(|source| crate::verify::VerifyError::Start {
