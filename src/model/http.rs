@@ -2,6 +2,7 @@
 //! optionally recorded for replay. A `Provider` knows one API's shapes; this file knows HTTP.
 
 use super::errors::{context_overflow, read_error_body, transport_cause};
+use super::responses_stream::ResponsesStream;
 use super::retry::{jitter, parse_retry_after, Failure, RetryPolicy};
 use super::stream::{read_stream, AnthropicStream, OpenAiStream, StreamError, StreamFailure};
 use super::{Echo, Model, ModelError, Reply, Request};
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 /// One API's request and response shapes. Pure: no I/O, so tests compare whole values.
 pub trait Provider: Send + Sync {
-    /// `anthropic` or `openai`: the spec's prefix.
+    /// `anthropic`, `openai` (Chat Completions) or `openai-responses`: a spec's prefix.
     fn name(&self) -> &'static str;
     fn model(&self) -> &str;
     fn url(&self) -> String;
@@ -162,6 +163,7 @@ impl HttpModel {
         let bytes = response.bytes_stream();
         let assembled = match self.provider.name() {
             "anthropic" => read_stream(AnthropicStream::default(), bytes, &mut show).await,
+            "openai-responses" => read_stream(ResponsesStream::default(), bytes, &mut show).await,
             _ => read_stream(OpenAiStream::default(), bytes, &mut show).await,
         };
         Ok((status, failure, Body::Streamed(assembled)))
@@ -185,7 +187,7 @@ impl HttpModel {
             Some(format!(
                 "a web page came back, not the API's answer: check {}_BASE_URL and any proxy \
                  in between",
-                self.provider.name().to_ascii_uppercase()
+                base_url_variable(self.provider.name())
             ))
         } else {
             token_param_hint(status, &said).or_else(|| self.provider.hint(status))
@@ -360,6 +362,12 @@ impl Model for HttpModel {
         self.exchange(&body).await
     }
 }
+/// The variable that holds a provider's URL: both OpenAI APIs share `OPENAI_BASE_URL`.
+fn base_url_variable(provider: &str) -> String {
+    let family = provider.split('-').next().unwrap_or(provider);
+    family.to_ascii_uppercase()
+}
+
 /// What to set when a server refuses the name of the reply's token limit: OpenAI's reasoning
 /// models want `max_completion_tokens`, many other servers know only `max_tokens`.
 fn token_param_hint(status: u16, said: &str) -> Option<String> {

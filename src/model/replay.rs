@@ -2,7 +2,7 @@
 //! requests part from the recorded ones. A regression test made from a real session.
 
 use super::http::Provider;
-use super::{Anthropic, Model, ModelError, OpenAi, Reply, Request, TokenLimit};
+use super::{Anthropic, Model, ModelError, OpenAi, Reply, Request, Responses, TokenLimit};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::Path;
@@ -53,6 +53,7 @@ impl ReplayModel {
                 r["max_tokens"]
                     .as_u64()
                     .or(r["max_completion_tokens"].as_u64())
+                    .or(r["max_output_tokens"].as_u64())
             })
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(8192);
@@ -73,7 +74,11 @@ impl ReplayModel {
             _ => super::Reasoning::Off,
         };
         let effort = first
-            .and_then(|r| r["reasoning_effort"].as_str())
+            .and_then(|r| {
+                r["reasoning_effort"]
+                    .as_str()
+                    .or(r["reasoning"]["effort"].as_str())
+            })
             .and_then(|name| super::Effort::parse(name).ok());
         let provider: Box<dyn Provider> = match header["provider"].as_str() {
             Some("anthropic") => Box::new(Anthropic {
@@ -92,6 +97,15 @@ impl ReplayModel {
                     TokenLimit::MaxTokens
                 };
                 Box::new(openai)
+            }
+            Some("openai-responses") => {
+                let mut responses = Responses::new(&model, max_tokens, "", None);
+                responses.effort = effort;
+                // The recorded run's key, so that its requests compare equal.
+                if let Some(key) = first.and_then(|r| r["prompt_cache_key"].as_str()) {
+                    responses.cache_key = key.to_string();
+                }
+                Box::new(responses)
             }
             other => return Err(bad(format!("unknown provider {other:?}"))),
         };

@@ -121,11 +121,11 @@ fn decoding_error(error: sse_stream::Error) -> StreamError {
     }
 }
 
-fn parse_data(event: &str, data: &str) -> Result<Value, StreamError> {
+pub(super) fn parse_data(event: &str, data: &str) -> Result<Value, StreamError> {
     serde_json::from_str(data).map_err(|e| bad_event(event, &e.to_string()))
 }
 
-fn bad_event(event: &str, reason: &str) -> StreamError {
+pub(super) fn bad_event(event: &str, reason: &str) -> StreamError {
     StreamError::BadEvent {
         event: event.to_string(),
         reason: reason.to_string(),
@@ -150,7 +150,7 @@ fn server_error(error: &Value) -> StreamError {
 }
 
 /// Appends a piece to a string field of a JSON object, creating the field if needed.
-fn append(object: &mut Map<String, Value>, key: &str, piece: &str) {
+pub(super) fn append(object: &mut Map<String, Value>, key: &str, piece: &str) {
     match object.get_mut(key) {
         Some(Value::String(text)) => text.push_str(piece),
         _ => {
