@@ -391,6 +391,8 @@ impl Report<'_> {
             "base": self.base,
             "outcome": self.outcome.name(),
             "reason": self.outcome.reason(),
+            // As `Agent-Model` says it: for OpenAI, the API too (`openai-responses:`).
+            "model": self.model,
             "turns": self.turns,
             "tests": {
                 "command": self.tests.command,

@@ -175,7 +175,8 @@ macro_rules! settings {
 }
 
 settings! {
-    /// The model: anthropic:MODEL, openai:MODEL, script:PATH or replay:PATH.
+    /// The model: anthropic:MODEL, openai:MODEL (openai-responses:MODEL, openai-chat:MODEL to
+    /// choose the API), script:PATH or replay:PATH.
     model: one String {
         flag: "model",
         value: "SPEC",

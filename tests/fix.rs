@@ -291,6 +291,7 @@ fn json_output_has_the_documented_shape() {
             "commits",
             "cost_usd",
             "harness_secs",
+            "model",
             "notes",
             "outcome",
             "reason",

@@ -215,7 +215,9 @@ impl Reasoning {
     ) -> Result<Reasoning, String> {
         let (model, anthropic) = match spec {
             ModelSpec::Anthropic(model) => (model.as_str(), true),
-            ModelSpec::OpenAi(model) => (model.as_str(), false),
+            ModelSpec::OpenAi(model)
+            | ModelSpec::OpenAiChat(model)
+            | ModelSpec::OpenAiResponses(model) => (model.as_str(), false),
             // A script or a recording does not think.
             ModelSpec::Script(_) | ModelSpec::Replay(_) => return Ok(Reasoning::Off),
         };

@@ -2,8 +2,8 @@
 
 use super::http::{HttpModel, Provider, Recorder};
 use super::{
-    anthropic, openai, window, Anthropic, IndentedEcho, Model, OpenAi, ReplayModel, RetryPolicy,
-    ScriptedModel,
+    anthropic, openai, window, Anthropic, IndentedEcho, Model, OpenAi, ReplayModel, Responses,
+    RetryPolicy, ScriptedModel,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,10 +13,16 @@ pub enum ModelSpec {
     Script(PathBuf),
     Replay(PathBuf),
     Anthropic(String),
+    /// OpenAI's Responses API for its reasoning models on its own URL, else Chat Completions.
     OpenAi(String),
+    /// Always Chat Completions.
+    OpenAiChat(String),
+    /// Always the Responses API.
+    OpenAiResponses(String),
 }
 
-const KNOWN: &str = "anthropic:MODEL, openai:MODEL, script:PATH, replay:PATH";
+const KNOWN: &str =
+    "anthropic:MODEL, openai:MODEL, openai-responses:MODEL, openai-chat:MODEL, script:PATH, replay:PATH";
 
 impl ModelSpec {
     pub fn parse(spec: &str) -> Result<Self, String> {
@@ -35,9 +41,21 @@ impl ModelSpec {
             "replay" => Ok(ModelSpec::Replay(PathBuf::from(rest))),
             "anthropic" => Ok(ModelSpec::Anthropic(rest.to_string())),
             "openai" => Ok(ModelSpec::OpenAi(rest.to_string())),
+            "openai-chat" => Ok(ModelSpec::OpenAiChat(rest.to_string())),
+            "openai-responses" => Ok(ModelSpec::OpenAiResponses(rest.to_string())),
             _ => Err(format!(
                 "unknown model provider `{provider}` in `{spec}`; known: {KNOWN}"
             )),
+        }
+    }
+
+    /// The model of an OpenAI-compatible spec, whichever API it takes.
+    pub fn openai_model(&self) -> Option<&str> {
+        match self {
+            ModelSpec::OpenAi(model)
+            | ModelSpec::OpenAiChat(model)
+            | ModelSpec::OpenAiResponses(model) => Some(model),
+            _ => None,
         }
     }
 }
@@ -71,7 +89,7 @@ fn local_window(
     options: &ModelOptions,
     get: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<window::Found>, String> {
-    let ModelSpec::OpenAi(model) = spec else {
+    let Some(model) = spec.openai_model() else {
         return Ok(None);
     };
     let non_empty = |name: &str| get(name).filter(|v| !v.trim().is_empty());
@@ -140,29 +158,59 @@ fn provider_for(
                 reasoning: options.reasoning,
             }))
         }
-        ModelSpec::OpenAi(model) => {
-            let base =
-                non_empty("OPENAI_BASE_URL").unwrap_or_else(|| openai::DEFAULT_BASE_URL.into());
-            let api_key = non_empty("OPENAI_API_KEY");
-            // OpenAI's own API always wants a key; a local server (OPENAI_BASE_URL) may not.
-            if api_key.is_none() && base.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
-                return Err(
-                    "OPENAI_API_KEY is not set; export your OpenAI API key, or point \
-                     OPENAI_BASE_URL at a local server (Ollama, vLLM, llama.cpp)"
-                        .into(),
-                );
-            }
-            let mut provider = OpenAi::new(model, options.max_tokens, &base, api_key);
-            if let Some(limit) = options.token_limit {
-                provider.token_limit = limit;
-            }
-            if let super::Reasoning::Effort(effort) = options.reasoning {
-                provider.effort = Some(effort);
-            }
-            Ok(Box::new(provider))
-        }
+        ModelSpec::OpenAi(model)
+        | ModelSpec::OpenAiChat(model)
+        | ModelSpec::OpenAiResponses(model) => openai_provider(spec, model, options, get),
         ModelSpec::Script(_) | ModelSpec::Replay(_) => Err("not an HTTP model".into()),
     }
+}
+
+/// Whether an OpenAI-compatible spec takes the Responses API at `base`: `openai:` does for
+/// OpenAI's reasoning models on OpenAI's own URL (Chat Completions drops their reasoning
+/// between tool calls); local servers stay on Chat Completions, which all of them speak.
+fn takes_responses(spec: &ModelSpec, base: &str) -> bool {
+    match spec {
+        ModelSpec::OpenAiResponses(_) => true,
+        ModelSpec::OpenAi(model) => {
+            base.trim_end_matches('/') == openai::DEFAULT_BASE_URL
+                && openai::TokenLimit::for_model(model) == openai::TokenLimit::MaxCompletionTokens
+        }
+        _ => false,
+    }
+}
+
+fn openai_provider(
+    spec: &ModelSpec,
+    model: &str,
+    options: &ModelOptions,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Box<dyn Provider>, String> {
+    let non_empty = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+    let base = non_empty("OPENAI_BASE_URL").unwrap_or_else(|| openai::DEFAULT_BASE_URL.into());
+    let api_key = non_empty("OPENAI_API_KEY");
+    // OpenAI's own API always wants a key; a local server (OPENAI_BASE_URL) may not.
+    if api_key.is_none() && base.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
+        return Err(
+            "OPENAI_API_KEY is not set; export your OpenAI API key, or point \
+                    OPENAI_BASE_URL at a local server (Ollama, vLLM, llama.cpp)"
+                .into(),
+        );
+    }
+    let effort = match options.reasoning {
+        super::Reasoning::Effort(effort) => Some(effort),
+        _ => None,
+    };
+    if takes_responses(spec, &base) {
+        let mut provider = Responses::new(model, options.max_tokens, &base, api_key);
+        provider.effort = effort;
+        return Ok(Box::new(provider));
+    }
+    let mut provider = OpenAi::new(model, options.max_tokens, &base, api_key);
+    if let Some(limit) = options.token_limit {
+        provider.token_limit = limit;
+    }
+    provider.effort = effort;
+    Ok(Box::new(provider))
 }
 
 pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Model>, String> {
@@ -184,7 +232,10 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
             offline("replay")?;
             Ok(Box::new(ReplayModel::from_file(path)?))
         }
-        ModelSpec::Anthropic(_) | ModelSpec::OpenAi(_) => {
+        ModelSpec::Anthropic(_)
+        | ModelSpec::OpenAi(_)
+        | ModelSpec::OpenAiChat(_)
+        | ModelSpec::OpenAiResponses(_) => {
             let with_thinking = options.reasoning.max_tokens(options.max_tokens)?;
             if !options.stream
                 && matches!(spec, ModelSpec::Anthropic(_))
@@ -207,8 +258,8 @@ pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Mo
             };
             let found = local_window(spec, options, &crate::secrets::var)?;
             let local = found.as_ref().map(|f| f.tokens).or(match spec {
-                ModelSpec::OpenAi(_) => options.context_window,
-                _ => None,
+                ModelSpec::Anthropic(_) => None,
+                _ => options.context_window,
             });
             let (max_tokens, lowered) = fit_max_tokens(options, local);
             let options = &ModelOptions {
@@ -267,6 +318,14 @@ mod tests {
             ModelSpec::parse("openai:llama3.1:8b"),
             Ok(ModelSpec::OpenAi("llama3.1:8b".into()))
         );
+        assert_eq!(
+            ModelSpec::parse("openai-responses:gpt-5"),
+            Ok(ModelSpec::OpenAiResponses("gpt-5".into()))
+        );
+        assert_eq!(
+            ModelSpec::parse("openai-chat:gpt-5"),
+            Ok(ModelSpec::OpenAiChat("gpt-5".into()))
+        );
         assert!(ModelSpec::parse("script:")
             .unwrap_err()
             .contains("names no model"));
@@ -319,5 +378,78 @@ mod tests {
         let o = provider_for(&ModelSpec::OpenAi("llama3.1".into()), &options(), &env).unwrap();
         assert_eq!(o.url(), "http://127.0.0.1:11434/v1/chat/completions");
         assert_eq!(o.headers(), vec![], "a local server needs no key");
+    }
+
+    /// `openai:` takes the Responses API for OpenAI's reasoning models on OpenAI's own URL,
+    /// Chat Completions otherwise; `openai-responses:` and `openai-chat:` choose.
+    #[test]
+    fn openai_specs_choose_their_api_by_model_and_url() {
+        let on_openai = |name: &str| match name {
+            "OPENAI_API_KEY" => Some("sk-o".to_string()),
+            "OPENAI_BASE_URL" => Some("https://api.openai.com/v1/".to_string()),
+            _ => None,
+        };
+        let unset = |name: &str| (name == "OPENAI_API_KEY").then(|| "sk-o".to_string());
+        let local = |name: &str| {
+            (name == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:8000/v1".to_string())
+        };
+        let api = |spec: &str, get: &dyn Fn(&str) -> Option<String>| {
+            let spec = ModelSpec::parse(spec).unwrap();
+            let provider = provider_for(&spec, &options(), get).unwrap();
+            (provider.name(), provider.url())
+        };
+        let responses = (
+            "openai-responses",
+            "https://api.openai.com/v1/responses".to_string(),
+        );
+        let chat = (
+            "openai",
+            "https://api.openai.com/v1/chat/completions".to_string(),
+        );
+        assert_eq!(api("openai:gpt-5", &unset), responses);
+        assert_eq!(api("openai:o4-mini", &on_openai), responses.clone());
+        assert_eq!(api("openai:gpt-4.1", &unset), chat);
+        assert_eq!(api("openai-chat:gpt-5", &unset), chat);
+        assert_eq!(api("openai-responses:gpt-4.1", &on_openai), responses);
+        let local_chat = (
+            "openai",
+            "http://127.0.0.1:8000/v1/chat/completions".to_string(),
+        );
+        assert_eq!(
+            api("openai:gpt-5", &local),
+            local_chat,
+            "local servers stay on chat"
+        );
+        assert_eq!(
+            api("openai-responses:gpt-oss-20b", &local),
+            (
+                "openai-responses",
+                "http://127.0.0.1:8000/v1/responses".to_string()
+            )
+        );
+        let none = |_: &str| None;
+        for spec in [
+            "openai-responses:gpt-5",
+            "openai-chat:gpt-5",
+            "openai:gpt-5",
+        ] {
+            let spec = ModelSpec::parse(spec).unwrap();
+            let err = provider_for(&spec, &options(), &none).err().unwrap();
+            assert!(err.contains("OPENAI_API_KEY is not set"), "{err}");
+        }
+        // The effort asked is sent as the Responses API takes it.
+        let effort = ModelOptions {
+            reasoning: super::super::Reasoning::Effort(super::super::Effort::High),
+            ..options()
+        };
+        let spec = ModelSpec::parse("openai:gpt-5").unwrap();
+        let body = provider_for(&spec, &effort, &unset)
+            .unwrap()
+            .body(&super::super::Request {
+                system: "S",
+                messages: &[],
+                tools: &[],
+            });
+        assert_eq!(body["reasoning"], serde_json::json!({"effort": "high"}));
     }
 }
