@@ -19,6 +19,7 @@ mod passed;
 mod prompt_cache;
 mod protection;
 mod proven;
+mod responses;
 mod runners;
 mod runs;
 mod sandbox;

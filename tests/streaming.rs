@@ -12,7 +12,7 @@ fn event(name: &str, data: Value) -> String {
 }
 
 /// Splits a text in three pieces, as a stream cuts it anywhere.
-fn pieces(text: &str) -> Vec<String> {
+pub fn pieces(text: &str) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     let third = chars.len() / 3;
     [
@@ -81,7 +81,7 @@ fn anthropic_events(message: &Value) -> String {
     out
 }
 
-fn sse(text: String) -> ResponseTemplate {
+pub fn sse(text: String) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(text, "text/event-stream")
 }
 
@@ -106,7 +106,7 @@ fn anthropic_replies() -> Vec<Value> {
 
 /// The report with what differs between two runs of the same replies taken out: the run id,
 /// the branch, and the ids of commits that carry the run id.
-fn comparable(report: &str, branch: &str) -> String {
+pub fn comparable(report: &str, branch: &str) -> String {
     report
         .lines()
         .filter(|line| !line.starts_with("Agent-Run:"))
