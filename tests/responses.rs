@@ -595,3 +595,79 @@ async fn an_overflow_and_a_cut_off_reply_are_handled_as_on_the_chat_path() {
         "{answer}"
     );
 }
+
+/// The fake is only worth its passes if it refuses: each refusal it makes, on a body that
+/// differs from a good one in that one way.
+#[test]
+fn the_fake_refuses_what_the_real_api_refuses() {
+    let mut seen = Seen::default();
+    seen.reasoning_of
+        .insert("call_1".into(), "gAAAAB-secret-1".into());
+    let user = json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Fix"}]});
+    let thought =
+        json!({"type": "reasoning", "summary": [], "encrypted_content": "gAAAAB-secret-1"});
+    let called = json!({"type": "function_call", "call_id": "call_1", "name": "read_file", "arguments": "{}"});
+    let answered = json!({"type": "function_call_output", "call_id": "call_1", "output": "x"});
+    let good = json!({"model": "gpt-5", "store": false, "prompt_cache_key": "k",
+        "include": ["reasoning.encrypted_content"],
+        "input": [user, thought, called, answered]});
+    assert_eq!(refusal(&good, &mut seen), None);
+    let refused = |change: &dyn Fn(&mut Value), says: &str| {
+        let mut body = good.clone();
+        change(&mut body);
+        let mut seen = Seen {
+            reasoning_of: seen.reasoning_of.clone(),
+            cache_key: Some("k".into()),
+        };
+        let why = refusal(&body, &mut seen).unwrap_or_default();
+        assert!(why.contains(says), "{says}: {why}");
+    };
+    refused(&|b| b["store"] = json!(true), "store must be false");
+    refused(&|b| b["max_tokens"] = json!(10), "'max_tokens'");
+    refused(
+        &|b| b["max_completion_tokens"] = json!(10),
+        "'max_completion_tokens'",
+    );
+    refused(&|b| b["temperature"] = json!(0.2), "'temperature'");
+    refused(
+        &|b| b["model"] = json!("gpt-4.1"),
+        "Encrypted content is not supported",
+    );
+    refused(
+        &|b| b["prompt_cache_key"] = json!("k2"),
+        "prompt_cache_key changed",
+    );
+    let input = |b: &mut Value| b["input"].as_array_mut().unwrap().clone();
+    refused(
+        &|b| {
+            let mut items = input(b);
+            items.remove(1);
+            b["input"] = json!(items);
+        },
+        "without its required 'reasoning' item",
+    );
+    refused(
+        &|b| b["input"][1] = json!({"type": "reasoning", "id": "rs_1", "summary": []}),
+        "Items are not persisted when `store` is set to false",
+    );
+    refused(
+        &|b| {
+            let mut items = input(b);
+            items.remove(2);
+            b["input"] = json!(items);
+        },
+        "without its required following item",
+    );
+    refused(
+        &|b| b["input"][3]["call_id"] = json!("call_9"),
+        "No tool call found for function call output with call_id call_9",
+    );
+    refused(
+        &|b| {
+            let mut items = input(b);
+            items.pop();
+            b["input"] = json!(items);
+        },
+        "No tool output found for function call call_1",
+    );
+}

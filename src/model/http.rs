@@ -417,4 +417,11 @@ mod tests {
         );
         assert_eq!(token_param_hint(500, openai), None);
     }
+
+    #[test]
+    fn both_openai_apis_name_openai_base_url() {
+        assert_eq!(base_url_variable("openai-responses"), "OPENAI");
+        assert_eq!(base_url_variable("openai"), "OPENAI");
+        assert_eq!(base_url_variable("anthropic"), "ANTHROPIC");
+    }
 }

@@ -143,10 +143,31 @@ const EMPTY_REPLY: &str = "(no content)";
 /// Arguments go back as a JSON text. Ones that did not parse were kept as the raw string (the
 /// tool result quotes them); they go back as `{}`, since servers refuse a conversation that
 /// holds invalid JSON arguments (Ollama answers 400, vLLM 500).
-fn arguments_text(input: &Value) -> String {
+pub(super) fn arguments_text(input: &Value) -> String {
     match input {
         Value::String(_) => "{}".to_string(),
         other => other.to_string(),
+    }
+}
+
+/// A call's arguments as servers send them: a JSON text (some send an object). A text that
+/// is not JSON stays a string: the tool layer answers it with an error, not a crash.
+pub(super) fn arguments_input(raw: &Value) -> Value {
+    match raw {
+        Value::String(text) if text.trim().is_empty() => json!({}),
+        Value::String(text) => {
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+        }
+        Value::Null => json!({}),
+        other => other.clone(),
+    }
+}
+
+/// The key as a bearer token, where there is one.
+pub(super) fn bearer(api_key: &Option<String>) -> Vec<(&'static str, String)> {
+    match api_key {
+        Some(key) => vec![("authorization", format!("Bearer {key}"))],
+        None => Vec::new(),
     }
 }
 
@@ -164,10 +185,7 @@ impl Provider for OpenAi {
     }
 
     fn headers(&self) -> Vec<(&'static str, String)> {
-        match &self.api_key {
-            Some(key) => vec![("authorization", format!("Bearer {key}"))],
-            None => Vec::new(),
-        }
+        bearer(&self.api_key)
     }
 
     fn body(&self, request: &Request<'_>) -> Value {
@@ -228,16 +246,7 @@ impl Provider for OpenAi {
                 ),
             };
             let name = call["function"]["name"].as_str().unwrap_or("").to_string();
-            // Servers send arguments as a JSON text (some as an object). A text that is not
-            // JSON stays a string: the tool layer answers it with an error, not a crash.
-            let input = match &call["function"]["arguments"] {
-                Value::String(raw) if raw.trim().is_empty() => json!({}),
-                Value::String(raw) => {
-                    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone()))
-                }
-                Value::Null => json!({}),
-                other => other.clone(),
-            };
+            let input = arguments_input(&call["function"]["arguments"]);
             content.push(ContentBlock::ToolUse { id, name, input });
         }
         let has_calls = content

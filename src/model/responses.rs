@@ -4,6 +4,7 @@
 //! calls. The conversation is kept in the Anthropic shape and translated at this edge.
 
 use super::http::Provider;
+use super::openai::{arguments_input, arguments_text};
 use super::{ContentBlock, Message, ModelError, Reply, Request, Role, StopReason, Usage};
 use serde_json::{json, Map, Value};
 
@@ -33,17 +34,9 @@ impl Responses {
     }
 }
 
-/// A key no other run shares: the time and a per-process random seed, hashed.
+/// A key no other run shares.
 fn new_cache_key() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.write_u32(std::process::id());
-    format!("agent-git-{:016x}", hasher.finish())
+    format!("agent-git-{:016x}", super::retry::random_bits())
 }
 
 /// One internal message as Responses input items, in the order they happened.
@@ -123,28 +116,6 @@ fn without_id(item: &Value) -> Value {
     }
 }
 
-/// Arguments go back as a JSON text; ones that did not parse (kept as the raw string, which
-/// the tool result quotes) go back as `{}`, as on the chat path.
-fn arguments_text(input: &Value) -> String {
-    match input {
-        Value::String(_) => "{}".to_string(),
-        other => other.to_string(),
-    }
-}
-
-/// A function call's arguments: a JSON text, or the raw text when it is not JSON (the tool
-/// layer answers that with an error, not a crash).
-fn arguments_input(raw: &Value) -> Value {
-    match raw {
-        Value::String(text) if text.trim().is_empty() => json!({}),
-        Value::String(text) => {
-            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
-        }
-        Value::Null => json!({}),
-        other => other.clone(),
-    }
-}
-
 /// The blocks of one output item; `refused` is set when the model refused in it.
 fn blocks_of(item: &Value, refused: &mut bool) -> Vec<ContentBlock> {
     match item["type"].as_str() {
@@ -207,10 +178,7 @@ impl Provider for Responses {
     }
 
     fn headers(&self) -> Vec<(&'static str, String)> {
-        match &self.api_key {
-            Some(key) => vec![("authorization", format!("Bearer {key}"))],
-            None => Vec::new(),
-        }
+        super::openai::bearer(&self.api_key)
     }
 
     /// No temperature is ever sent: reasoning models refuse one.

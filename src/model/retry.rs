@@ -77,8 +77,13 @@ pub fn parse_retry_after(ms: Option<&str>, secs: Option<&str>) -> Option<Duratio
         .map(Duration::from_secs_f64)
 }
 
-/// A number in [0, 1) that differs from call to call; std's hasher keys are random.
+/// A number in [0, 1) that differs from call to call.
 pub fn jitter() -> f64 {
+    (random_bits() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// 64 bits that differ from call to call: the time, hashed with std's random keys.
+pub fn random_bits() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
     hasher.write_u128(
@@ -86,7 +91,7 @@ pub fn jitter() -> f64 {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos()),
     );
-    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+    hasher.finish()
 }
 
 #[cfg(test)]
