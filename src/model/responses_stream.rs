@@ -112,6 +112,8 @@ impl Assembler for ResponsesStream {
                 }
             }
             "response.failed" => return Err(failed(&value["response"]["error"], &kind)),
+            // OpenAI puts the code and message beside `type`; some proxies nest an `error`.
+            "error" if value["error"].is_object() => return Err(failed(&value["error"], "error")),
             "error" => return Err(failed(&value, "error")),
             // `response.created`, `.in_progress`, the `.done` of a text or of arguments
             // (the item's own `.done` carries them whole), reasoning summaries, and event
@@ -388,6 +390,15 @@ mod tests {
         assert_eq!(
             result.unwrap_err().to_string(),
             "the server sent an error in the stream: server_error: Try again."
+        );
+        let nested = vec![(
+            "error",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Busy."}}),
+        )];
+        let (result, _) = assemble(&nested);
+        assert_eq!(
+            result.unwrap_err().to_string(),
+            "the server sent an error in the stream: overloaded_error: Busy."
         );
         let orphan = vec![(
             "response.output_text.delta",
