@@ -598,6 +598,7 @@ Agent-Branch: agent/fix-the-adder-ab12cd34
                 "base": "0123456789abcdef0123456789abcdef01234567",
                 "outcome": "turn-limit",
                 "reason": null,
+                "model": "script:r.json",
                 "notes": [],
                 "turns": 2,
                 "tests": {
