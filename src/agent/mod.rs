@@ -500,8 +500,13 @@ impl Agent<'_> {
             verifier: self.verifier,
             note,
             max_command_secs: match self.time_left() {
-                // At least a second: a call made with no time left is refused by the loop.
-                Some(left) => self.budget.max_command_secs.min(left.as_secs().max(1)),
+                // The whole second the time left ends in: cut short of the deadline, a command
+                // would leave the run a model call it has no time for. At least a second: a
+                // call made with no time left is refused by the loop.
+                Some(left) => self
+                    .budget
+                    .max_command_secs
+                    .min((left.as_secs_f64().ceil() as u64).max(1)),
                 None => self.budget.max_command_secs,
             },
             ask: self.ask,
