@@ -5,6 +5,7 @@ use crate::agent::{Action, Outcome};
 use crate::model::Usage;
 use crate::testrun::{Checked, TestResult};
 use crate::workspace::FileStat;
+use crate::text::count;
 use serde_json::{json, Value};
 
 const SUBJECT_MAX: usize = 72;
@@ -54,10 +55,10 @@ impl Report<'_> {
         let head = match self.outcome {
             Outcome::Passed => "tests pass".to_string(),
             Outcome::AlreadyPassing => "tests already pass".to_string(),
-            Outcome::Interrupted => format!("interrupted after {turns} turns"),
-            Outcome::HarnessError(_) => format!("harness error after {turns} turns"),
+            Outcome::Interrupted => format!("interrupted after {}", count(turns, "turn")),
+            Outcome::HarnessError(_) => format!("harness error after {}", count(turns, "turn")),
             Outcome::TestsCannotRun(_) => "the tests cannot run".to_string(),
-            _ => format!("tests still fail after {turns} turns"),
+            _ => format!("tests still fail after {}", count(turns, "turn")),
         };
         truncate(&format!("agent-git: {head}: {task}"), SUBJECT_MAX)
     }
@@ -341,8 +342,8 @@ impl Report<'_> {
         }
         if self.tests.vanished_uncounted > 0 {
             out.push(format!(
-                "Vanished: {} tests counted before any change did not run, or were skipped, now",
-                self.tests.vanished_uncounted
+                "Vanished: {} counted before any change did not run, or were skipped, now",
+                count(self.tests.vanished_uncounted, "test")
             ));
         }
         if !self.tests.vanished.is_empty() {

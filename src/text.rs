@@ -6,6 +6,15 @@
 use std::fmt::Write;
 
 /// `text` as one line, every control character written out (`\n`, `\e`, `\x7f`, `\u{9b}`)
+/// `1 turn`, `2 turns`: a count and its noun, plural where the count is not one.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
 /// and runs of spaces kept: for a value inside a line of a report or a trailer.
 pub fn one_line(text: &str) -> String {
     escape(text, false)
@@ -73,6 +82,13 @@ fn is_reordering(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular() {
+        assert_eq!(count(1u32, "turn"), "1 turn");
+        assert_eq!(count(0u32, "turn"), "0 turns");
+        assert_eq!(count(12u64, "file"), "12 files");
+    }
 
     #[test]
     fn a_value_is_one_line_and_shows_what_it_hid() {

@@ -177,7 +177,7 @@ impl HttpModel {
             self.provider.name()
         );
         if attempts > 1 {
-            text.push_str(&format!(" after {attempts} attempts"));
+            text.push_str(&format!(" after {}", crate::text::count(attempts, "attempt")));
         }
         let said = error.said();
         if !said.is_empty() {

@@ -127,19 +127,23 @@ impl Run {
     }
 }
 
-/// The table `agent-git runs` prints: one line per run, newest first.
+/// The widest a line of `agent-git runs` is.
+const TABLE_WIDTH: usize = 100;
+
+/// The table `agent-git runs` prints: one line per run, newest first, at most 100 columns
+/// wide (long branch names are cut in the middle; the run id names a run as well).
 pub fn table(runs: &[Run], now: i64) -> String {
     let header = [
         "BRANCH", "RUN", "OUTCOME", "TESTS", "TURNS", "COST", "AGE", "APPLIED",
     ];
-    let rows: Vec<[String; 8]> = runs
+    let mut rows: Vec<[String; 8]> = runs
         .iter()
         .map(|r| {
             [
                 r.branch.clone(),
                 r.run_id.clone(),
                 r.state().to_string(),
-                r.tests.clone(),
+                tests_cell(&r.tests),
                 r.turns.clone(),
                 cost_cell(&r.cost),
                 age::format_age(now - r.time),
@@ -148,11 +152,31 @@ pub fn table(runs: &[Run], now: i64) -> String {
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+    let measure = |rows: &[[String; 8]]| {
+        let mut widths = header.map(str::len);
+        for row in rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
         }
+        widths
+    };
+    let mut widths = measure(&rows);
+    // Too wide: the branch is cut in the middle first (its run id stays), then the tests.
+    for (column, least) in [(0, 16), (3, 12)] {
+        let total = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+        let over = total.saturating_sub(TABLE_WIDTH);
+        if over == 0 {
+            break;
+        }
+        let room = widths[column].saturating_sub(over).max(least);
+        for row in &mut rows {
+            row[column] = match column {
+                0 => cut_in_the_middle(&row[column], room),
+                _ => cut_at_the_end(&row[column], room),
+            };
+        }
+        widths = measure(&rows);
     }
     let line = |cells: Vec<&str>| {
         let padded: Vec<String> = cells
@@ -167,6 +191,42 @@ pub fn table(runs: &[Run], now: i64) -> String {
         out.push_str(&line(row.iter().map(String::as_str).collect()));
     }
     out
+}
+
+/// `text` at most `max` characters long, its middle replaced by `...` when cut: the end of a
+/// branch name (the run id) stays.
+fn cut_in_the_middle(text: &str, max: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max {
+        return text.to_string();
+    }
+    let keep = max.saturating_sub(3);
+    let head = keep / 2;
+    let tail = keep - head;
+    let start: String = chars[..head].iter().collect();
+    let end: String = chars[chars.len() - tail..].iter().collect();
+    format!("{start}...{end}")
+}
+
+/// `text` at most `max` characters long, ending in `...` when cut.
+fn cut_at_the_end(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max.saturating_sub(3)).collect();
+    format!("{kept}...")
+}
+
+/// `2 passed, 0 failed, 1 skipped` as `2 passed, 1 skipped`: counts of none left out.
+fn tests_cell(trailer: &str) -> String {
+    let parts: Vec<&str> = trailer
+        .split(", ")
+        .filter(|part| !part.starts_with("0 "))
+        .collect();
+    match parts.is_empty() {
+        true => trailer.to_string(),
+        false => parts.join(", "),
+    }
 }
 
 /// `0.0123 USD` as `$0.0123`; an unknown cost as `-`.
@@ -416,4 +476,49 @@ pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(branch: &str, tests: &str) -> Run {
+        Run {
+            run_id: "8c1d2e3f".into(),
+            branch: branch.into(),
+            tip: git2::Oid::ZERO_SHA1,
+            running: false,
+            base: None,
+            task: String::new(),
+            outcome: "tests-cannot-run".into(),
+            tests: tests.into(),
+            turns: "30".into(),
+            cost: "12.3456 USD".into(),
+            model: String::new(),
+            time: 0,
+            applied: None,
+            report: String::new(),
+            attempt: None,
+        }
+    }
+
+    #[test]
+    fn the_table_fits_in_100_columns_and_keeps_the_end_of_a_long_branch() {
+        let long = "agent/the-tests-in-test-calc-py-fail-find-the-bug-and-fix-it-8c1d2e3f";
+        let wide = table(
+            &[run(long, "277 passed, 0 failed, 12 skipped, 3 vanished")],
+            3 * 86_400,
+        );
+        for line in wide.lines() {
+            assert!(line.chars().count() <= 100, "{} columns: {line}", line.len());
+        }
+        let row = wide.lines().nth(1).unwrap();
+        assert!(row.starts_with("agent/...c1d2e3f  8c1d2e3f  "), "{row}");
+        assert!(row.contains("277 passed, 12 skipp...  30"), "no zero counts, then cut: {row}");
+        let fits = table(&[run(long, "3 passed, 1 failed")], 0);
+        assert!(fits.contains("3 passed, 1 failed  30"), "{fits}");
+        let short = table(&[run("agent/calc", "2 passed, 0 failed")], 0);
+        assert!(short.contains("agent/calc  8c1d2e3f"), "{short}");
+        assert!(short.contains("  2 passed  "), "{short}");
+    }
 }

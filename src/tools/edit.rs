@@ -140,7 +140,7 @@ impl Tool for WriteFile {
             &resolved.real,
             "write",
             &shown,
-            &format!("wrote {shown} ({lines} lines)"),
+            &format!("wrote {shown} ({})", crate::text::count(lines as u64, "line")),
         )
     }
 }

@@ -254,7 +254,7 @@ impl Listing {
 
     /// The tool's answer: the page from `offset` on, or why there is none.
     fn answer(&self, rel: &Path, offset: usize) -> ToolOutcome {
-        let summary = format!("{} files", self.total);
+        let summary = crate::text::count(self.total as u64, "file");
         if self.entries.is_empty() {
             return ToolOutcome::ok("(no files)", summary);
         }
@@ -306,7 +306,11 @@ impl Listing {
         for entry in self.entries[offset..].iter().take(PAGE_ENTRIES) {
             let line = match entry {
                 Entry::Dir(name, 1) => format!("{}/ (1 file)\n", display(&rel.join(name))),
-                Entry::Dir(name, n) => format!("{}/ ({n} files)\n", display(&rel.join(name))),
+                Entry::Dir(name, n) => format!(
+                    "{}/ ({})\n",
+                    display(&rel.join(name)),
+                    crate::text::count(*n as u64, "file")
+                ),
                 Entry::File(name) => format!("{}\n", display(&rel.join(name))),
             };
             if end > offset && out.len() + line.len() > PAGE_BYTES {
@@ -489,7 +493,7 @@ mod tests {
             "zz/build/out.o\n[git does not track zz/build (it is ignored, a nested repository or \
              a submodule): these files are read from disk, and changes to them are not committed]\n"
         );
-        assert_eq!(out.summary, "1 files");
+        assert_eq!(out.summary, "1 file");
         let logs = repo.list("logs", 0);
         assert_eq!(logs.content, "(no files)", "*.log still leaves x.log out");
         assert_eq!(repo.list("logs/x.log", 0).content, "logs/x.log");

@@ -182,9 +182,9 @@ pub fn snapshot_working_tree(repo: &Repository) -> Result<BaseInfo, SetupError> 
         .signature()
         .or_else(|_| git2::Signature::now("agent-git", "agent-git@localhost"))?;
     let summary = format!(
-        "agent-git: uncommitted changes on top of {:.7} ({} files)",
+        "agent-git: uncommitted changes on top of {:.7} ({})",
         head.id(),
-        changed.len()
+        crate::text::count(changed.len() as u64, "file")
     );
     let message = format!("{summary}\n\n{SNAPSHOT_TRAILER}: working tree\n");
     let id = repo.commit(None, &signature, &signature, &message, &tree, &[&head])?;
