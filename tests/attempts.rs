@@ -436,3 +436,38 @@ async fn attempts_against_a_real_api_get_the_key() {
     let total = json["cost_usd"].as_f64().unwrap();
     assert!((total - costs.iter().sum::<f64>()).abs() < 1e-12);
 }
+
+/// A run whose tests hang names no failing test; it does not beat one that counts its
+/// failures.
+#[test]
+fn an_attempt_whose_tests_time_out_does_not_win_on_an_unknown_count() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let hang = tool(
+        "hang",
+        "edit_file",
+        json!({"path": "calc.py", "old_text": "def add", "new_text": "while True:\n    pass\n\n\ndef add"}),
+    );
+    let dir = scripts(
+        &env,
+        &[
+            three_attempts()[0].clone(),
+            json!([calls("Hang.", vec![hang]), end_turn("Done.")]),
+        ],
+    );
+    let out = fix_set(
+        &env,
+        &repo,
+        &dir,
+        &["--attempts", "2", "--jobs", "2", "--test-timeout", "3", "--json"],
+    );
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let json: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["attempts"][1]["failing"], Value::Null, "{json}");
+    assert_eq!(json["attempts"][0]["failing"], 1);
+    assert_eq!(json["chosen"]["index"], 1, "{}", json["chosen"]);
+    assert!(json["chosen"]["why"]
+        .as_str()
+        .unwrap()
+        .contains("last test run named none"));
+}

@@ -7,20 +7,23 @@ use std::cmp::Ordering;
 pub struct Standing {
     pub run_id: String,
     pub passed: bool,
-    /// Failing tests and tests that vanished.
-    pub failing: usize,
+    /// Failing tests and tests that vanished; None when the run's last test result named no
+    /// test (it timed out, or only its exit code was read): then nothing is known of them.
+    pub failing: Option<usize>,
     /// Lines added and removed from the base to the last edit (a binary file counts one).
     pub changed_lines: usize,
     /// Dollars; None when no price is known (it then counts as no cost).
     pub cost: Option<f64>,
 }
 
-/// The rule, in order: passed beats not passed, then fewer failing tests, then the smaller
-/// diff, then the lower cost; a tie on all of these goes to the lower run id.
+/// The rule, in order: passed beats not passed, then fewer failing tests (a run whose count
+/// is not known after every one whose count is), then the smaller diff, then the lower cost;
+/// a tie on all of these goes to the lower run id.
 fn rank(a: &Standing, b: &Standing) -> Ordering {
+    let failing = |s: &Standing| (s.failing.is_none(), s.failing.unwrap_or(0));
     b.passed
         .cmp(&a.passed)
-        .then(a.failing.cmp(&b.failing))
+        .then(failing(a).cmp(&failing(b)))
         .then(a.changed_lines.cmp(&b.changed_lines))
         .then(
             a.cost
@@ -52,11 +55,21 @@ fn why(won: &Standing, next: &Standing) -> String {
         true => format!("it passed, as did run {}; ", next.run_id),
         false => String::new(),
     };
-    if won.failing != next.failing {
-        return format!(
-            "{head}fewer tests fail ({} against {} in run {})",
-            won.failing, next.failing, next.run_id
-        );
+    match (won.failing, next.failing) {
+        (Some(a), Some(b)) if a != b => {
+            return format!(
+                "{head}fewer tests fail ({a} against {b} in run {})",
+                next.run_id
+            )
+        }
+        (Some(a), None) => {
+            return format!(
+                "{head}{a} tests fail, where run {}'s last test run named none (it timed out, \
+                 or only its exit code could be read)",
+                next.run_id
+            )
+        }
+        _ => {}
     }
     if won.changed_lines != next.changed_lines {
         return format!(
@@ -86,7 +99,7 @@ mod tests {
         Standing {
             run_id: run_id.into(),
             passed,
-            failing,
+            failing: Some(failing),
             changed_lines: lines,
             cost: Some(cost),
         }
@@ -142,6 +155,24 @@ mod tests {
                 1,
                 "it passed, as did run b2; a tie with run b2 on failing tests, changed lines \
                  and cost: the lower run id wins"
+                    .to_string()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_run_whose_failures_are_not_known_comes_after_every_known_count() {
+        let timed_out = Standing {
+            failing: None,
+            ..standing("a1", false, 0, 1, 0.0)
+        };
+        let set = [timed_out, standing("b2", false, 7, 9, 0.5)];
+        assert_eq!(
+            choose(&set),
+            Some((
+                1,
+                "7 tests fail, where run a1's last test run named none (it timed out, or only \
+                 its exit code could be read)"
                     .to_string()
             ))
         );

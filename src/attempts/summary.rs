@@ -18,7 +18,8 @@ pub struct AttemptEnd {
     pub outcome: String,
     pub passed: bool,
     pub tests: String,
-    pub failing: usize,
+    /// Failing and vanished tests; None when the last test run named none.
+    pub failing: Option<usize>,
     pub added: usize,
     pub removed: usize,
     pub cost: Option<f64>,
@@ -38,7 +39,7 @@ impl AttemptEnd {
             outcome: "not-started".into(),
             passed: false,
             tests: String::new(),
-            failing: 0,
+            failing: None,
             added: 0,
             removed: 0,
             cost: None,
@@ -67,8 +68,12 @@ impl AttemptEnd {
         let tests = &report["tests"];
         let passed = report["outcome"] == "passed";
         let listed = |key: &str| tests[key].as_array().map_or(0, Vec::len);
-        // A run that failed with no test names read still has a failure.
-        let failing = (listed("failing") + listed("vanished")).max(usize::from(!passed));
+        let uncounted = tests["vanished_uncounted"].as_u64().unwrap_or(0) as usize;
+        let counted = listed("failing") + listed("vanished") + uncounted;
+        // A run that failed naming no test (a timeout, an exit code alone) has failures nobody
+        // counted: they are not known, not one.
+        let named = !tests["passing"].is_null() || counted > 0;
+        let failing = (passed || named).then_some(counted);
         let (added, removed) = diff_size(repo, &report).unwrap_or((0, 0));
         AttemptEnd {
             index,
@@ -373,7 +378,7 @@ mod tests {
                 "3 passed, 1 failed"
             }
             .into(),
-            failing: usize::from(!passed),
+            failing: Some(usize::from(!passed)),
             added: lines.0,
             removed: lines.1,
             cost: Some(0.0),
