@@ -4,8 +4,8 @@
 use crate::agent::{Action, Outcome};
 use crate::model::Usage;
 use crate::testrun::{Checked, TestResult};
-use crate::workspace::FileStat;
 use crate::text::count;
+use crate::workspace::FileStat;
 use serde_json::{json, Value};
 
 const SUBJECT_MAX: usize = 72;

@@ -459,7 +459,15 @@ fn an_attempt_whose_tests_time_out_does_not_win_on_an_unknown_count() {
         &env,
         &repo,
         &dir,
-        &["--attempts", "2", "--jobs", "2", "--test-timeout", "3", "--json"],
+        &[
+            "--attempts",
+            "2",
+            "--jobs",
+            "2",
+            "--test-timeout",
+            "3",
+            "--json",
+        ],
     );
     assert_eq!(code(&out), 1, "{}", stderr(&out));
     let json: Value = serde_json::from_str(&stdout(&out)).unwrap();

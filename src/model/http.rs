@@ -177,7 +177,10 @@ impl HttpModel {
             self.provider.name()
         );
         if attempts > 1 {
-            text.push_str(&format!(" after {}", crate::text::count(attempts, "attempt")));
+            text.push_str(&format!(
+                " after {}",
+                crate::text::count(attempts, "attempt")
+            ));
         }
         let said = error.said();
         if !said.is_empty() {

@@ -510,11 +510,18 @@ mod tests {
             3 * 86_400,
         );
         for line in wide.lines() {
-            assert!(line.chars().count() <= 100, "{} columns: {line}", line.len());
+            assert!(
+                line.chars().count() <= 100,
+                "{} columns: {line}",
+                line.len()
+            );
         }
         let row = wide.lines().nth(1).unwrap();
         assert!(row.starts_with("agent/...c1d2e3f  8c1d2e3f  "), "{row}");
-        assert!(row.contains("277 passed, 12 skipp...  30"), "no zero counts, then cut: {row}");
+        assert!(
+            row.contains("277 passed, 12 skipp...  30"),
+            "no zero counts, then cut: {row}"
+        );
         let fits = table(&[run(long, "3 passed, 1 failed")], 0);
         assert!(fits.contains("3 passed, 1 failed  30"), "{fits}");
         let short = table(&[run("agent/calc", "2 passed, 0 failed")], 0);

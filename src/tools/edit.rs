@@ -140,7 +140,10 @@ impl Tool for WriteFile {
             &resolved.real,
             "write",
             &shown,
-            &format!("wrote {shown} ({})", crate::text::count(lines as u64, "line")),
+            &format!(
+                "wrote {shown} ({})",
+                crate::text::count(lines as u64, "line")
+            ),
         )
     }
 }

@@ -100,6 +100,8 @@ impl Workspace {
                 // A slot that cannot be emptied or made anew (what a run left there may
                 // resist removal) does not stop the run: it gets a work tree of its own.
                 Err(_) => {
+                    // Half made, it could hold the run's branch as checked out there.
+                    clear(repo, k);
                     drop(lease);
                     let _ = std::fs::remove_file(&lease_path);
                     break;
@@ -195,7 +197,9 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
         }
         tree.checkout_tree(target.as_object(), Some(&mut checkout))?;
     }
+    let turn = super::setup::worktrees_lock(repo);
     tree.set_head(&format!("refs/heads/{branch}"))?;
+    drop(turn);
     drop((held, target, index));
     Ok(tree)
 }

@@ -205,6 +205,19 @@ pub(super) fn attach(
     })
 }
 
+/// Held while a run adds a work tree or checks a branch out in one: libgit2 takes a branch
+/// for checked out elsewhere when it cannot read another work tree's HEAD, which a run adding
+/// that work tree at the same moment has not written yet ("already checked out", seen with
+/// six runs at once). Runs take turns; where the lock cannot be had they go on without it.
+pub(super) fn worktrees_lock(repo: &Repository) -> Option<std::fs::File> {
+    let path = repo.commondir().join("agent-git").join("worktrees.lock");
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    let file = crate::files::open_regular(&path, &mut options).ok()?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).ok()?;
+    Some(file)
+}
+
 /// The hidden command that adds a run's work tree: `agent-git add-work-tree GIT_DIR NAME
 /// PATH BRANCH`.
 pub const ADD_WORK_TREE: &str = "add-work-tree";
@@ -217,6 +230,7 @@ pub(super) fn add_work_tree(
     path: &Path,
     branch: &str,
 ) -> Result<(), SetupError> {
+    let _turn = worktrees_lock(repo);
     let args = [
         ADD_WORK_TREE.as_ref(),
         repo.commondir().as_os_str(),
