@@ -663,6 +663,8 @@ pub fn watch_signals(
     let _context = runtime.enter();
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
+    // A closed terminal or a dropped ssh session: the run still writes its report.
+    let mut hangup = signal(SignalKind::hangup())?;
     runtime.spawn(async move {
         let mut first_at: Option<std::time::Instant> = None;
         let mut hurried = false;
@@ -670,6 +672,7 @@ pub fn watch_signals(
             tokio::select! {
                 _ = interrupt.recv() => {}
                 _ = terminate.recv() => {}
+                _ = hangup.recv() => {}
             }
             match first_at {
                 None if !flag.swap(true, Ordering::SeqCst) => {

@@ -393,7 +393,18 @@ fn open_configured_model(
     request: &FixRequest,
 ) -> Result<(Box<dyn Model>, Reasoning), PrepareError> {
     let usage = PrepareError::Invalid;
-    let spec = ModelSpec::parse(&model_spec(settings)?).map_err(usage)?;
+    let spec = match ModelSpec::parse(&model_spec(settings)?).map_err(usage)? {
+        // A directory of scripts, one per attempt: one run takes the first.
+        ModelSpec::Script(dir) if dir.is_dir() => {
+            let files = crate::attempts::script_files(&dir).map_err(usage)?;
+            let first = files
+                .into_iter()
+                .next()
+                .ok_or_else(|| usage(format!("script:{} holds no JSON file", dir.display())))?;
+            ModelSpec::Script(first)
+        }
+        spec => spec,
+    };
     let token_limit = settings
         .token_param
         .as_deref()

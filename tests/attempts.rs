@@ -328,7 +328,7 @@ fn the_cost_and_time_budgets_hold_for_the_whole_set() {
         &env,
         &repo,
         &dir,
-        &["--attempts", "2", "--max-time", "2s", "--json"],
+        &["--attempts", "2", "--max-time", "4s", "--json"],
     );
     assert!(
         started.elapsed().as_secs() < 25,
@@ -345,6 +345,16 @@ fn the_cost_and_time_budgets_hold_for_the_whole_set() {
 
 #[test]
 fn ctrl_c_stops_every_attempt_with_its_report_and_the_set_with_its_summary() {
+    stopped_by(rustix::process::Signal::INT);
+}
+
+/// A closed terminal (SIGHUP) stops the set as Ctrl-C does: no attempt runs on unwatched.
+#[test]
+fn a_hangup_stops_the_set_as_ctrl_c_does() {
+    stopped_by(rustix::process::Signal::HUP);
+}
+
+fn stopped_by(signal: rustix::process::Signal) {
     use std::io::BufRead;
     let env = TestEnv::new();
     let repo = env.calc_repo();
@@ -378,7 +388,8 @@ fn ctrl_c_stops_every_attempt_with_its_report_and_the_set_with_its_summary() {
         }
     }
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    interrupt(&child);
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 130, "{}", rest.join("\n"));

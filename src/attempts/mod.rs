@@ -71,7 +71,16 @@ pub struct Assignment {
 
 impl Assignment {
     pub fn parse(text: &str) -> Result<Assignment, String> {
-        serde_json::from_str(text).map_err(|e| format!("--attempt-of is not an assignment: {e}"))
+        let assignment: Assignment = serde_json::from_str(text)
+            .map_err(|e| format!("--attempt-of is not an assignment: {e}"))?;
+        // Held to the trailer's own rules: a set id, and 1 <= index <= of.
+        match AttemptOf::parse(&assignment.of.trailer()) {
+            Some(of) if of == assignment.of => Ok(assignment),
+            _ => Err(format!(
+                "--attempt-of names no attempt of a set: {}",
+                crate::text::one_line(&assignment.of.trailer())
+            )),
+        }
     }
 
     /// The flags layer the assignment makes of the user's one.
@@ -306,6 +315,9 @@ impl Ledger {
 /// Less than this, in dollars, buys no model call worth starting an attempt for.
 const MIN_SHARE: f64 = 0.0001;
 
+/// Less time than this left is too little to set up a run, ask the model and test.
+const MIN_TIME: Duration = Duration::from_secs(2);
+
 /// One attempt: its share of the budgets, its process, its end.
 fn attempt(
     request: &SetRequest,
@@ -328,7 +340,7 @@ fn attempt(
     assignment.max_cost = cap;
     if let Some(deadline) = deadline {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if left < MIN_TIME {
             ledger
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

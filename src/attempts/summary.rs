@@ -58,10 +58,17 @@ impl AttemptEnd {
         last_line: String,
     ) -> AttemptEnd {
         let Some(run_id) = report["run_id"].as_str().map(str::to_string) else {
+            let note = match last_line.trim().is_empty() {
+                true => match code {
+                    Some(code) => format!("exited {code} before its run began"),
+                    None => "killed before its run began".to_string(),
+                },
+                false => last_line,
+            };
             return AttemptEnd {
                 outcome: "no-report".into(),
                 exit_code: code,
-                note: Some(last_line),
+                note: Some(note),
                 ..AttemptEnd::not_started(index, "")
             };
         };
@@ -160,6 +167,16 @@ fn diff_size(repo: &Repository, report: &Value) -> Option<(usize, usize)> {
     }))
 }
 
+/// The widest an attempt's note is in the table.
+const NOTE_WIDTH: usize = 60;
+
+fn cut(text: &str, max: usize) -> String {
+    match text.chars().count() > max {
+        true => text.chars().take(max - 3).collect::<String>() + "...",
+        false => text.to_string(),
+    }
+}
+
 fn cost_text(cost: Option<f64>) -> String {
     cost.map_or("cost unknown".to_string(), |c| format!("${c:.4}"))
 }
@@ -198,6 +215,11 @@ impl SetSummary {
         }
     }
 
+    /// What every attempt spent together (0, never -0, when none did).
+    pub fn spent(&self) -> f64 {
+        self.attempts.iter().filter_map(|a| a.cost).sum::<f64>() + 0.0
+    }
+
     pub fn chosen(&self) -> Option<&AttemptEnd> {
         self.chosen.as_ref().map(|(i, _)| &self.attempts[*i])
     }
@@ -211,7 +233,8 @@ impl SetSummary {
         if interrupted {
             return 130;
         }
-        let refused = |a: &AttemptEnd| a.exit_code == Some(2);
+        // Refused as a usage error, or not started at all (budgets too small for one).
+        let refused = |a: &AttemptEnd| a.exit_code == Some(2) || a.outcome == "not-started";
         match !self.attempts.is_empty() && self.attempts.iter().all(refused) {
             true => 2,
             false => 4,
@@ -238,7 +261,7 @@ impl SetSummary {
             &self.base[..self.base.len().min(7)]
         ));
         if let Some(max) = self.max_cost {
-            let spent: f64 = self.attempts.iter().filter_map(|a| a.cost).sum();
+            let spent = self.spent();
             out.push(format!("Cost: ${spent:.4} of the set's ${max:.4}"));
         }
         if let (Some(a), Some((_, why))) = (self.chosen(), &self.chosen) {
@@ -252,7 +275,8 @@ impl SetSummary {
         out.push(String::new());
         out.extend(self.table());
         let chosen_run = self.chosen().and_then(|a| a.run_id.clone());
-        if let Some(run) = &chosen_run {
+        let kept = self.chosen().is_some_and(|a| a.branch.is_some());
+        if let Some(run) = chosen_run.as_ref().filter(|_| kept) {
             out.push(String::new());
             out.push(format!("Review: agent-git show {run}"));
             out.push(format!("Land:   agent-git apply {}", self.set));
@@ -309,7 +333,8 @@ impl SetSummary {
                     a.outcome.clone(),
                     match ran {
                         true => a.tests.clone(),
-                        false => a.note.clone().unwrap_or_default(),
+                        // In full in --json.
+                        false => cut(a.note.as_deref().unwrap_or_default(), NOTE_WIDTH),
                     },
                     match ran {
                         true => format!("+{} -{}", a.added, a.removed),
@@ -349,7 +374,7 @@ impl SetSummary {
             "set": self.set,
             "base": self.base,
             "max_cost_usd": self.max_cost,
-            "cost_usd": self.attempts.iter().filter_map(|a| a.cost).sum::<f64>(),
+            "cost_usd": self.spent(),
             "attempts": self.attempts.iter().map(AttemptEnd::json).collect::<Vec<_>>(),
             "chosen": self.chosen.as_ref().map(|(i, why)| {
                 let a = &self.attempts[*i];

@@ -25,11 +25,10 @@ pub fn run(args: ApplyArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
     let sets = crate::runs::sets(&repo)?;
-    let query = match crate::runs::find_set(&sets, &args.run) {
-        Some(set) => crate::runs::chosen_run(set)?.to_string(),
-        None => args.run.clone(),
+    let run = match crate::runs::resolve_named(&runs, &sets, &args.run)? {
+        crate::runs::Named::Run(run) => run,
+        crate::runs::Named::Set(set) => crate::runs::chosen_run(set, &runs)?,
     };
-    let run = crate::runs::resolve(&runs, &query)?;
     let (landed, how) = if args.required_only {
         let mut progress = |line: &str| eprintln!("agent-git: {}", crate::text::for_terminal(line));
         let (landed, left_out) = crate::runs::apply_required(&repo, run, &mut progress)?;

@@ -16,15 +16,19 @@ pub fn run(args: DiscardArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
     let sets = crate::runs::sets(&repo)?;
-    if let Some(set) = crate::runs::find_set(&sets, &args.run) {
-        crate::workspace::sets::remove_set(&repo, &set.id).map_err(crate::runs::RunsError::from)?;
-        println!(
-            "deleted the summary of set {}; its runs stay (`agent-git discard RUN` deletes each)",
-            set.id
-        );
-        return Ok(0);
-    }
-    let run = crate::runs::resolve(&runs, &args.run)?;
+    let run = match crate::runs::resolve_named(&runs, &sets, &args.run)? {
+        crate::runs::Named::Run(run) => run,
+        crate::runs::Named::Set(set) => {
+            crate::workspace::sets::remove_set(&repo, &set.id)
+                .map_err(crate::runs::RunsError::from)?;
+            println!(
+                "deleted the summary of set {}; its runs stay (`agent-git discard RUN` deletes \
+                 each)",
+                set.id
+            );
+            return Ok(0);
+        }
+    };
     crate::runs::discard(&repo, run)?;
     println!(
         "deleted branch {} (was {}) and the transcript of run {}",

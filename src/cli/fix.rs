@@ -9,7 +9,7 @@ use crate::settings::SettingFlags;
 use crate::start::FixRequest;
 use crate::text::for_terminal;
 use clap::Args;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -150,6 +150,7 @@ impl FixArgs {
             (self.interactive, "--interactive"),
             (self.transcript.is_some(), "--transcript"),
             (self.record.is_some(), "--record"),
+            (self.if_failing, "--if-failing"),
         ];
         if let Some((_, flag)) = alone.iter().find(|(given, _)| *given) {
             return Err(CliError::Usage(format!(
@@ -205,6 +206,10 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
     if let Some(text) = &args.attempt_of {
         // One attempt of a set: what the set decided replaces what the arguments say.
         let assignment = Assignment::parse(text).map_err(CliError::Usage)?;
+        // Should the set's process go (killed, its terminal gone), the attempt is told to stop
+        // as by Ctrl-C, and still writes its report.
+        let _ =
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::INT));
         assignment.apply_to(&mut request.flags);
         request.base = assignment.base.clone();
         request.branch = assignment.branch.clone();
@@ -218,11 +223,19 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
     // On a terminal the line that counts a test run's seconds is rewritten in place.
     let clear = if tty { "\r\x1b[2K" } else { "" };
     // What is shown of the model's words and the repository's names drives no terminal.
-    let mut progress = |line: &str| eprintln!("{clear}agent-git: {}", for_terminal(line));
+    // Written, not printed: stderr may be a pipe to a set that is gone, which must not stop
+    // the run before its report.
+    let mut progress = |line: &str| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "{clear}agent-git: {}",
+            for_terminal(line)
+        );
+    };
     let shown = std::cell::Cell::new(Duration::ZERO);
     let waiting = |label: &str, elapsed: Duration| {
         if let Some(line) = waiting_line(label, elapsed, &shown, tty) {
-            eprint!("{line}");
+            let _ = write!(std::io::stderr(), "{line}");
         }
     };
     let finished = execute(plan, &mut progress, &waiting)?;

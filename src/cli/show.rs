@@ -16,14 +16,14 @@ pub fn run(args: ShowArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
     let sets = crate::runs::sets(&repo)?;
-    if let Some(set) = crate::runs::find_set(&sets, &args.run) {
-        print!(
-            "{}",
-            crate::text::for_terminal(&crate::runs::show_set(set, &runs))
-        );
-        return Ok(0);
-    }
-    let run = crate::runs::resolve(&runs, &args.run)?;
+    let run = match crate::runs::resolve_named(&runs, &sets, &args.run)? {
+        crate::runs::Named::Run(run) => run,
+        crate::runs::Named::Set(set) => {
+            let shown = crate::runs::show_set(set, &runs);
+            print!("{}", crate::text::for_terminal(&shown));
+            return Ok(0);
+        }
+    };
     print!(
         "{}",
         crate::text::for_terminal(&crate::runs::show(&repo, run)?)

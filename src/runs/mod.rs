@@ -10,7 +10,7 @@ pub mod message;
 mod sets;
 
 pub use list::{list, resolve};
-pub use sets::{chosen_run, find_set, sets, sets_table, show_set, AttemptSet};
+pub use sets::{chosen_run, resolve_named, sets, sets_table, show_set, AttemptSet, Named};
 
 use crate::workspace::discard::DiscardError;
 use crate::workspace::land::LandError;
