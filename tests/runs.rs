@@ -267,13 +267,19 @@ fn runs_and_show_list_what_the_report_commits_say() {
         row(lines[2])[..3],
         ["agent/calc", passed.as_str(), "passed"]
     );
-    assert!(lines[2].contains("2 passed, 0 failed"), "{}", lines[2]);
+    assert!(
+        lines[2].contains("  2 passed  "),
+        "counts of none left out: {}",
+        lines[2]
+    );
     assert_eq!(lines.len(), 3);
 
     let json = env.agent(&repo, &["runs", "--json"]);
     let runs: Value = serde_json::from_str(&stdout(&json)).unwrap();
     assert_eq!(runs[1]["run_id"], passed);
-    assert_eq!(runs[1]["turns"], "4");
+    // Numbers as numbers, named as fix --json names them.
+    assert_eq!(runs[1]["turns"], 4);
+    assert_eq!(runs[1]["cost_usd"], json!(0.0));
     assert_eq!(runs[1]["task"], "Fix the adder");
     assert_eq!(runs[1]["applied"], Value::Null);
     assert_eq!(
@@ -869,4 +875,34 @@ fn what_runs_show_as_applied_does_not_depend_on_the_names_of_branches() {
     env.git(&repo, &["branch", "-m", "aaa-keep", "zzz-keep"]);
     env.git(&repo, &["branch", "-m", "aaa-backport", "zzz-backport"]);
     assert_eq!(listed(), with_backport);
+}
+
+/// `show -p` adds the patch from the base, as `git diff` prints it; `show --stat` only the
+/// files changed.
+#[test]
+fn show_prints_the_patch_or_only_the_files() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let replies = serde_json::json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
+    let run = env.fix_scripted(&repo, "agent/shown", replies, &[]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let out = env.agent(&repo, &["show", "-p", "agent/shown"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let shown = stdout(&out);
+    let git_diff = env.git(&repo, &["diff", "main..agent/shown"]);
+    assert!(shown.starts_with("agent-git: tests pass"), "{shown}");
+    assert!(shown.ends_with(&git_diff), "the patch is git's: {shown}");
+    assert!(
+        git_diff.contains("-    return a - b\n+    return a + b\n"),
+        "{git_diff}"
+    );
+    let out = env.agent(&repo, &["show", "--stat", "agent/shown"]);
+    let stat = stdout(&out);
+    let run_id = env.trailer(&repo, "agent/shown", "Agent-Run");
+    assert_eq!(
+        stat,
+        format!("run {run_id} on branch agent/shown: passed\n  calc.py +1 -1\n")
+    );
+    let out = env.agent(&repo, &["show", "--stat", "-p", "agent/shown"]);
+    assert_eq!(code(&out), 2, "one or the other");
 }

@@ -616,8 +616,9 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         "the killed run left its temp dirs"
     );
     assert_eq!(leftovers(&repo.join(".git/agent-git")).len(), 0);
-    // The run's lease, the pooled tree it held with that slot's lock, and the note that its
-    // branch has no report (so that `runs` still lists it).
+    // The run's lease, the pooled tree it held with that slot's lock, the note that its
+    // branch has no report (so that `runs` still lists it), and the lock runs take turns on
+    // to add work trees.
     let entries = |dir: &std::path::Path| -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .map(|d| {
@@ -630,7 +631,8 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         names
     };
     let held = entries(&repo.join(".git/agent-git"));
-    assert_eq!(held.len(), 4, "{held:?}");
+    assert_eq!(held.len(), 5, "{held:?}");
+    assert!(held.iter().any(|n| n == "worktrees.lock"), "{held:?}");
     assert!(held.iter().any(|n| n == "pool-1") && held.iter().any(|n| n == "pool-1.lease"));
     assert!(held.iter().any(|n| n == "unreported"), "{held:?}");
 
@@ -679,7 +681,13 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
     );
     assert_eq!(
         entries(&repo.join(".git/agent-git")),
-        ["pool-1", "pool-1.lease", "rooms", "unreported"],
+        [
+            "pool-1",
+            "pool-1.lease",
+            "rooms",
+            "unreported",
+            "worktrees.lock"
+        ],
         "the killed run's lease is gone; its tree went back to the pool (and the clean room's \
          record is the last run's); its branch is still known to have no report"
     );

@@ -28,7 +28,9 @@ pub struct FixArgs {
     /// The branch to create [default: agent/<slug of the task>-<run id>]; must not exist.
     #[arg(long, value_name = "NAME")]
     pub branch: Option<String>,
-    /// Keep the run's work tree after the run (it is removed by default; the branch stays).
+    /// Keep the run's work tree on its branch after the run, for you to look around in
+    /// (`--json` names it): by default it goes back to the pool of work trees, emptied, for
+    /// the next run. The branch stays either way.
     #[arg(long)]
     pub keep_worktree: bool,
     /// Print one JSON object on stdout instead of the report.

@@ -8,6 +8,13 @@ pub struct ShowArgs {
     /// The run: its branch or run id, or an unambiguous prefix of either; or a set of
     /// attempts (`fix --attempts`) by its id, for its summary.
     pub run: String,
+    /// Also print the patch: the change from the run's base to its last edit, as `git diff`
+    /// prints it.
+    #[arg(short = 'p', long = "patch", conflicts_with = "stat")]
+    pub patch: bool,
+    /// Print only the files the run changed, with lines added and removed.
+    #[arg(long)]
+    pub stat: bool,
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
@@ -24,9 +31,13 @@ pub fn run(args: ShowArgs) -> Result<u8, CliError> {
             return Ok(0);
         }
     };
-    print!(
-        "{}",
-        crate::text::for_terminal(&crate::runs::show(&repo, run)?)
-    );
+    let shown = if args.stat {
+        crate::runs::show_stat(&repo, run)?
+    } else if args.patch {
+        crate::runs::show(&repo, run)? + "\n" + &crate::runs::patch(&repo, run)?
+    } else {
+        crate::runs::show(&repo, run)?
+    };
+    print!("{}", crate::text::for_terminal(&shown));
     Ok(0)
 }

@@ -113,8 +113,12 @@ impl Run {
             "running": self.running,
             "outcome": (!self.running).then_some(&self.outcome),
             "tests": self.tests,
-            "turns": self.turns,
-            "cost": self.cost,
+            // Numbers, as `fix --json` has them; null where the report did not say.
+            "turns": self.turns.parse::<u64>().ok(),
+            "cost_usd": self
+                .cost
+                .strip_suffix(" USD")
+                .and_then(|c| c.parse::<f64>().ok()),
             "model": self.model,
             "task": self.task,
             "base": self.base.map(|b| b.to_string()),
@@ -290,16 +294,57 @@ pub fn show(repo: &Repository, run: &Run) -> Result<String, RunsError> {
         return Ok(out);
     };
     out.push_str("\nDiffstat (base..branch):\n");
+    out.push_str(&stat_lines(repo, base, run.tip)?);
+    Ok(out)
+}
+
+/// The files changed from `base` to `tip`, a line each with lines added and removed.
+fn stat_lines(repo: &Repository, base: Oid, tip: Oid) -> Result<String, RunsError> {
     let old = repo.find_commit(base)?.tree()?;
-    let new = repo.find_commit(run.tip)?.tree()?;
+    let new = repo.find_commit(tip)?.tree()?;
     let files = crate::workspace::diffstat(repo, &old, &new)?;
     if files.is_empty() {
-        out.push_str("  no files changed\n");
+        return Ok("  no files changed\n".to_string());
     }
-    for file in files {
-        out.push_str(&format!("  {}\n", message::stat_line(&file)));
+    Ok(files
+        .iter()
+        .map(|file| format!("  {}\n", message::stat_line(file)))
+        .collect())
+}
+
+/// What `agent-git show --stat` prints: the run, and the files it changed.
+pub fn show_stat(repo: &Repository, run: &Run) -> Result<String, RunsError> {
+    let mut out = format!(
+        "run {} on branch {}: {}\n",
+        run.run_id,
+        run.branch,
+        run.state()
+    );
+    match run.base {
+        Some(base) => out.push_str(&stat_lines(repo, base, run.tip)?),
+        None => out.push_str("  its base is not known: no files to show\n"),
     }
     Ok(out)
+}
+
+/// The patch from the run's base to its branch (the report commit changes nothing), as
+/// `git diff BASE..BRANCH` prints it.
+pub fn patch(repo: &Repository, run: &Run) -> Result<String, RunsError> {
+    let Some(base) = run.base else {
+        return Ok("its base is not known: no patch to show\n".to_string());
+    };
+    let old = repo.find_commit(base)?.tree()?;
+    let new = repo.find_commit(run.tip)?.tree()?;
+    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+    let mut text = Vec::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            text.push(line.origin() as u8);
+        }
+        text.extend_from_slice(line.content());
+        true
+    })?;
+    Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
 /// Lands the run on the current branch: one commit (or a merge, `keep_history`).
