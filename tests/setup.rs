@@ -418,3 +418,27 @@ fn a_committed_config_that_includes_another_file_is_refused() {
         .trim()
         .is_empty());
 }
+
+/// ARCHITECTURE.md is the map of the code: every module `src/lib.rs` declares is in its table,
+/// and it names none that is gone.
+#[test]
+fn the_architecture_names_every_module_of_the_library() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let lib = std::fs::read_to_string(format!("{root}/src/lib.rs")).unwrap();
+    let modules: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';').to_string())
+        .collect();
+    assert!(modules.len() > 20, "{modules:?}");
+    let map = std::fs::read_to_string(format!("{root}/ARCHITECTURE.md")).unwrap();
+    let named: BTreeSet<String> = map
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_string)
+        .collect();
+    assert_eq!(named, modules, "ARCHITECTURE.md's module table and src/lib.rs");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    assert!(readme.contains("(ARCHITECTURE.md)"), "the README links it");
+}
