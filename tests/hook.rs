@@ -460,3 +460,35 @@ fn a_remote_named_like_a_flag_is_checked_like_any_other() {
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("push refused: the tests fail"), "{said}");
 }
+
+/// `check --json`: the verdict as one object, named as `fix --json` names the same things.
+#[test]
+fn check_json_names_the_verdict_as_fix_json_does() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let out = env.agent(&repo, &["check", "--json"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let head = env.git(&repo, &["rev-parse", "HEAD"]);
+    assert_eq!(v["commit"], head.trim());
+    assert_eq!(v["ref"], "HEAD");
+    assert_eq!(v["outcome"], "failed");
+    assert_eq!(v["reason"], serde_json::Value::Null);
+    assert_eq!(v["tests"]["passed"], false);
+    assert_eq!(v["tests"]["summary"], "1 passed, 1 failed");
+    assert_eq!(v["tests"]["failing"], json!(["test_calc.py::test_add"]));
+    assert_eq!(v["tests"]["cached"], false);
+
+    std::fs::write(repo.join("calc.py"), CALC_FIXED).unwrap();
+    env.git(&repo, &["commit", "-qam", "Fix add"]);
+    let out = env.agent(&repo, &["check", "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["outcome"], "passed");
+    assert_eq!(v["tests"]["summary"], "2 passed, 0 failed");
+    let again: serde_json::Value =
+        serde_json::from_str(&stdout(&env.agent(&repo, &["check", "--json"]))).unwrap();
+    assert_eq!(again["tests"]["cached"], true, "found passed before");
+    let out = env.agent(&repo, &["check", "--json", "--pre-push", "origin", "url"]);
+    assert_eq!(code(&out), 2, "--json is for one commit");
+}

@@ -438,7 +438,10 @@ fn the_architecture_names_every_module_of_the_library() {
         .filter_map(|l| l.split('`').next())
         .map(str::to_string)
         .collect();
-    assert_eq!(named, modules, "ARCHITECTURE.md's module table and src/lib.rs");
+    assert_eq!(
+        named, modules,
+        "ARCHITECTURE.md's module table and src/lib.rs"
+    );
     let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
     assert!(readme.contains("(ARCHITECTURE.md)"), "the README links it");
 }

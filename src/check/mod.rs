@@ -249,6 +249,40 @@ pub fn decide(config: &HookConfig, checked: &[Checked]) -> Decision {
 }
 
 /// What a check says of one commit, for the terminal.
+/// What `agent-git check --json` prints of a tested commit, named as `fix --json` names the
+/// same things: `outcome` (`passed`, `failed`, `tests-cannot-run`), `reason`, and `tests`
+/// (`command`, `passed`, `summary`, `failing`, `cached`) where the tests ran or were found
+/// passed before.
+pub fn json(checked: &Checked) -> serde_json::Value {
+    use serde_json::json;
+    let (outcome, reason, tests) = match &checked.verdict {
+        Verdict::Passed { summary, cached } => (
+            "passed",
+            None,
+            json!({"passed": true, "summary": summary, "failing": [], "cached": cached}),
+        ),
+        Verdict::Failed(result) => (
+            "failed",
+            None,
+            json!({
+                "command": result.command,
+                "passed": false,
+                "summary": result.summary(),
+                "failing": result.failing.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+                "cached": false,
+            }),
+        ),
+        Verdict::CannotRun(why) => ("tests-cannot-run", Some(why.as_str()), json!(null)),
+    };
+    json!({
+        "commit": checked.commit.to_string(),
+        "ref": checked.ref_name,
+        "outcome": outcome,
+        "reason": reason,
+        "tests": tests,
+    })
+}
+
 pub fn describe(checked: &Checked) -> String {
     let short = &checked.commit.to_string()[..7];
     let at = format!("agent-git: {short} ({})", short_ref(&checked.ref_name));

@@ -43,6 +43,10 @@ pub struct CheckArgs {
     /// agent-git.prePush decides what happens when the tests fail.
     #[arg(long)]
     pub pre_push: bool,
+    /// Print one JSON object instead of the verdict: commit, ref, outcome, reason and tests,
+    /// named as `fix --json` names them.
+    #[arg(long, conflicts_with = "pre_push")]
+    pub json: bool,
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
@@ -76,7 +80,11 @@ pub fn run(args: CheckArgs) -> Result<u8, CliError> {
         commit: base.id,
         verdict,
     };
-    print!("{}", crate::text::for_terminal(&describe(&checked)));
+    if args.json {
+        println!("{}", crate::check::json(&checked));
+    } else {
+        print!("{}", crate::text::for_terminal(&describe(&checked)));
+    }
     Ok(match checked.verdict {
         Verdict::Passed { .. } => 0,
         Verdict::Failed(_) => 1,
