@@ -81,7 +81,12 @@ pub struct RunPlan {
     pub attempt: Option<crate::attempts::AttemptOf>,
     /// Say more of what the run sets up (`-v`).
     pub verbose: bool,
+    /// Where the run's steps go as JSON events, as they happen (`--json-events`).
+    pub events: Option<Events>,
 }
+
+/// Where a run's JSON events go.
+pub type Events = Box<dyn FnMut(&serde_json::Value)>;
 
 /// A line to say, being worked out in a thread of its own; None where there is nothing to say.
 pub type Notice = std::thread::JoinHandle<Option<String>>;
@@ -310,6 +315,12 @@ fn confirm_start(
         plan.branch,
         workspace.path().display()
     ));
+    if let Some(events) = plan.events.as_mut() {
+        events(&serde_json::json!({
+            "type": "start", "run_id": plan.run_id, "branch": plan.branch,
+            "base": plan.base.id.to_string(), "task": plan.task,
+        }));
+    }
     if !plan.only_if_failing || resuming {
         progress(&format!("tests: {}", plan.tests.describe()));
     }
@@ -816,6 +827,10 @@ fn work(
         budget: plan.budget,
         interrupt,
         progress,
+        events: match plan.events.as_mut() {
+            Some(events) => events.as_mut(),
+            None => &mut |_| {},
+        },
         only_if_failing: plan.only_if_failing,
         resume: plan.resume.take(),
     };

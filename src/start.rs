@@ -226,6 +226,7 @@ pub fn plan_fix(
         settings,
         attempt: request.attempt,
         verbose: request.verbose,
+        events: None,
     })
 }
 

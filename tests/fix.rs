@@ -817,3 +817,66 @@ fn a_folder_named_in_latin_1_is_a_folder_like_any_other() {
     let changed = env.git(&repo, &["diff", "--name-only", "main", "agent/latin"]);
     assert!(changed.contains("\"caf\\351/notes.txt\""), "{changed}");
 }
+
+/// `--json-events`: each step is a line of JSON on stdout as it happens, and the last one is
+/// the object `--json` prints; a tool following the run reads them while it goes on.
+#[test]
+fn json_events_come_while_the_run_goes_on() {
+    use std::io::BufRead;
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let replies = json!([
+        calls("Fix.", vec![fix_add()]),
+        calls(
+            "Wait.",
+            vec![tool("w", "run_command", json!({"command": "sleep 3"}))]
+        ),
+        end_turn("Done.")
+    ]);
+    let script = env.script("events.json", replies);
+    let mut child = env
+        .fix_cmd(&repo, &script, "agent/events", &["--json-events"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut events: Vec<Value> = Vec::new();
+    while !events.iter().any(|e| e["type"] == "commit") {
+        events.push(serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap());
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the commit of turn 1 is read while turn 2's command still runs"
+    );
+    events.extend(lines.map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap()));
+    assert!(child.wait().unwrap().success());
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "start",
+            "test_run",
+            "turn",
+            "tool_call",
+            "commit",
+            "turn",
+            "tool_call",
+            "turn",
+            "test_run",
+            "end"
+        ]
+    );
+    let edit = env.git(&repo, &["rev-parse", "agent/events~1"]);
+    assert_eq!(events[0]["branch"], "agent/events");
+    assert_eq!(events[1]["passed"], false, "the tests before any change");
+    assert_eq!(events[3]["label"], "edit calc.py");
+    assert_eq!(events[4]["commit"], edit.trim());
+    assert_eq!(events[8]["summary"], "2 passed, 0 failed");
+    let end = &events[9];
+    assert_eq!(end["outcome"], "passed");
+    assert_eq!(
+        end["report_commit"],
+        env.git(&repo, &["rev-parse", "agent/events"]).trim()
+    );
+}

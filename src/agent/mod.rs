@@ -185,6 +185,9 @@ pub struct Agent<'a> {
     pub interrupt: &'a AtomicBool,
     /// Progress lines (one per tool call) go here; the CLI sends them to stderr.
     pub progress: &'a mut dyn FnMut(&str),
+    /// The same steps as JSON events (a turn, a tool call, a test run, a commit), as they
+    /// happen (`fix --json-events`).
+    pub events: &'a mut dyn FnMut(&serde_json::Value),
     /// End the run before the first model call when the tests already pass.
     pub only_if_failing: bool,
     /// The conversation of an earlier attempt on the same branch, to go on from.
@@ -223,6 +226,7 @@ impl Agent<'_> {
                 return RunResult::before_the_model(Outcome::HarnessError(why), tests);
             }
         };
+        self.test_event_at(0, &initial);
         (self.progress)(&format!(
             "tests before any change: {}{}",
             initial.summary(),
@@ -357,6 +361,10 @@ impl Agent<'_> {
             state.sent_bytes = conversation_bytes(&state.messages);
             state.turns += 1;
             state.usage.add(&reply.usage);
+            (self.events)(&serde_json::json!({
+                "type": "turn", "turn": state.turns, "stop_reason": reply.stop_reason,
+                "usage": reply.usage,
+            }));
             state.context_used = reply.usage.all_input() + reply.usage.output_tokens;
             if reply.stop_reason == StopReason::ModelContextWindowExceeded {
                 // The reply is cut short and unusable: drop it, shrink, ask again.
@@ -528,8 +536,19 @@ impl Agent<'_> {
         }
         let label = self.registry.label(name, input);
         self.record(state, &label, &outcome.summary);
+        (self.events)(&serde_json::json!({
+            "type": "tool_call", "turn": state.turns, "tool": name, "label": label,
+            "result": outcome.summary, "is_error": outcome.is_error,
+            "commit": outcome.commit.map(|c| c.to_string()),
+        }));
         if let Some(oid) = outcome.commit {
             state.commits.push(oid);
+            (self.events)(&serde_json::json!({
+                "type": "commit", "turn": state.turns, "commit": oid.to_string(),
+            }));
+        }
+        if let Some(tests) = &outcome.tests {
+            self.test_event(state, tests);
         }
         if let Some(tests) = outcome.tests {
             state.tested_at = self.verifier.workspace.head().ok();
@@ -544,6 +563,7 @@ impl Agent<'_> {
 
     fn verify(&mut self, state: &mut Loop) -> Result<TestResult, ToolFatal> {
         let tests = self.verifier.run()?;
+        self.test_event(state, &tests);
         state.tested_at = self.verifier.workspace.head().ok();
         state.tests = tests.clone();
         Ok(tests)
@@ -567,6 +587,20 @@ impl Agent<'_> {
             self.record(state, "context nearly full", &format!("{removed} {what}"));
         }
         removed
+    }
+
+    /// A test run the harness states, as an event.
+    fn test_event(&mut self, state: &Loop, tests: &TestResult) {
+        self.test_event_at(state.turns, tests);
+    }
+
+    fn test_event_at(&mut self, turn: u32, tests: &TestResult) {
+        (self.events)(&serde_json::json!({
+            "type": "test_run", "turn": turn, "passed": tests.passed,
+            "summary": tests.summary(),
+            "failing": tests.failing.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+            "cached": tests.cached,
+        }));
     }
 
     fn record(&mut self, state: &mut Loop, label: &str, result: &str) {

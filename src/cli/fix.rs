@@ -36,6 +36,11 @@ pub struct FixArgs {
     /// Print one JSON object on stdout instead of the report.
     #[arg(long)]
     pub json: bool,
+    /// Print the run's steps on stdout as they happen, one JSON object a line: start, turn,
+    /// tool_call, test_run, commit, and last end (the object --json prints), for tools that
+    /// follow a run.
+    #[arg(long, conflicts_with = "json")]
+    pub json_events: bool,
     /// Write the whole conversation (system, tools, messages) as JSON to PATH.
     #[arg(long, value_name = "PATH")]
     pub transcript: Option<PathBuf>,
@@ -153,6 +158,7 @@ impl FixArgs {
             (self.transcript.is_some(), "--transcript"),
             (self.record.is_some(), "--record"),
             (self.if_failing, "--if-failing"),
+            (self.json_events, "--json-events"),
         ];
         if let Some((_, flag)) = alone.iter().find(|(given, _)| *given) {
             return Err(CliError::Usage(format!(
@@ -220,7 +226,11 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
         request.attempt = Some(assignment.of);
         json = true;
     }
-    let plan = crate::start::plan_fix(request, model)?;
+    let mut plan = crate::start::plan_fix(request, model)?;
+    let events = args.json_events && args.attempt_of.is_none();
+    if events {
+        plan.events = Some(Box::new(print_event));
+    }
     let tty = std::io::stderr().is_terminal();
     // On a terminal the line that counts a test run's seconds is rewritten in place.
     let clear = if tty { "\r\x1b[2K" } else { "" };
@@ -241,12 +251,22 @@ pub fn fix_with(args: FixArgs, model: Option<Box<dyn Model>>) -> Result<u8, CliE
         }
     };
     let finished = execute(plan, &mut progress, &waiting)?;
-    if json {
+    if events {
+        let mut end = finished.json.clone();
+        end["type"] = serde_json::json!("end");
+        print_event(&end);
+    } else if json {
         println!("{}", finished.json);
     } else {
         print!("{}", for_terminal(&finished.message));
     }
     Ok(finished.outcome.exit_code())
+}
+
+/// One event, a line of JSON on stdout, out at once for whoever follows the run.
+fn print_event(event: &serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{event}").and_then(|()| out.flush());
 }
 
 /// `fix --attempts N`: the set, its summary on stdout (or `--json`), the chosen attempt's
