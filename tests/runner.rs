@@ -25,6 +25,7 @@ mod runs;
 mod sandbox;
 mod scale_setup;
 mod scale_tools;
+mod schema;
 mod setup;
 mod start;
 mod streaming;
