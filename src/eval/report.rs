@@ -71,6 +71,58 @@ fn money(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_string(), |v| format!("${v:.4}"))
 }
 
+/// The columns of the table, the task's name first.
+pub const COLUMNS: [&str; 11] = [
+    "task",
+    "runs",
+    "solved",
+    "rate",
+    "pass@n",
+    "pass^n",
+    "turns",
+    "cost",
+    "$/solved",
+    "wall s",
+    "harness s",
+];
+
+/// The width of each column but the first in the text table.
+const WIDTHS: [usize; 10] = [4, 6, 6, 7, 7, 6, 9, 10, 7, 9];
+
+/// A task's cells of the table but its name, as the text and the HTML table show them;
+/// pass@n and pass^n with n = the task's runs.
+pub fn cells(s: &Summary) -> Vec<String> {
+    vec![
+        s.runs.to_string(),
+        s.solved.to_string(),
+        format!("{:.2}", s.rate()),
+        opt(pass_at_k(s.runs, s.solved, s.runs), 2),
+        opt(pass_hat_k(s.runs, s.solved, s.runs), 2),
+        opt(s.median_turns, 1),
+        money(s.median_cost),
+        money(s.cost_per_solved()),
+        opt(s.median_wall, 1),
+        opt(s.median_harness, 2),
+    ]
+}
+
+/// A task's name as the tables show it: `(i)` marks an impossible task.
+pub fn label(name: &str, impossible: bool) -> String {
+    if impossible {
+        format!("{name} (i)")
+    } else {
+        name.to_string()
+    }
+}
+
+fn text_line(out: &mut String, width: usize, label: &str, cells: &[String]) {
+    let _ = write!(out, "{label:<width$}");
+    for (cell, w) in cells.iter().zip(WIDTHS) {
+        let _ = write!(out, " {cell:>w$}");
+    }
+    out.push('\n');
+}
+
 /// The table per task and the totals, as `eval` and `eval report` print them.
 pub fn table(records: &[RunRecord]) -> String {
     let mut out = String::new();
@@ -80,72 +132,70 @@ pub fn table(records: &[RunRecord]) -> String {
         .max()
         .unwrap_or(0)
         .max(28);
-    let _ = writeln!(
-        out,
-        "{:<width$} {:>4} {:>6} {:>6} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7} {:>9}",
-        "task",
-        "runs",
-        "solved",
-        "rate",
-        "pass@n",
-        "pass^n",
-        "turns",
-        "cost",
-        "$/solved",
-        "wall s",
-        "harness s"
-    );
+    let header: Vec<String> = COLUMNS[1..].iter().map(|c| c.to_string()).collect();
+    text_line(&mut out, width, COLUMNS[0], &header);
     for (name, runs) in by_task(records) {
         let s = Summary::of(&runs);
-        let label = if s.impossible {
-            format!("{name} (i)")
-        } else {
-            name.to_string()
-        };
-        let _ = writeln!(
-            out,
-            "{:<width$} {:>4} {:>6} {:>6.2} {:>7} {:>7} {:>6} {:>9} {:>10} {:>7} {:>9}",
-            label,
-            s.runs,
-            s.solved,
-            s.rate(),
-            opt(pass_at_k(s.runs, s.solved, s.runs), 2),
-            opt(pass_hat_k(s.runs, s.solved, s.runs), 2),
-            opt(s.median_turns, 1),
-            money(s.median_cost),
-            money(s.cost_per_solved()),
-            opt(s.median_wall, 1),
-            opt(s.median_harness, 2),
-        );
+        text_line(&mut out, width, &label(name, s.impossible), &cells(&s));
     }
     out.push_str(&totals(records));
     out
 }
 
+/// How the attempts of best-of-N runs went, for the rate of one attempt alone (pass@1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BestOf {
+    /// The most attempts of any run.
+    pub n: u32,
+    /// Attempts that solved the task on their own, of all `tried`.
+    pub alone: u64,
+    pub tried: u64,
+}
+
+impl BestOf {
+    /// None when no record is of a best-of-N run.
+    pub fn of<'a>(records: impl IntoIterator<Item = &'a RunRecord>) -> Option<BestOf> {
+        let sets: Vec<_> = records
+            .into_iter()
+            .filter_map(|r| r.attempts.as_ref())
+            .collect();
+        Some(BestOf {
+            n: sets.iter().map(|a| a.n).max()?,
+            alone: sets.iter().map(|a| u64::from(a.solved)).sum(),
+            tried: sets.iter().map(|a| u64::from(a.n)).sum(),
+        })
+    }
+
+    /// pass@1: of the attempts, the share that solved the task alone.
+    pub fn one_alone(&self) -> f64 {
+        if self.tried == 0 {
+            0.0
+        } else {
+            self.alone as f64 / self.tried as f64
+        }
+    }
+}
+
 /// For best-of-N runs: the rate of the chosen attempts beside that of one attempt alone.
 fn best_of(records: &[RunRecord], s: &Summary) -> String {
-    let sets: Vec<_> = records.iter().filter_map(|r| r.attempts.as_ref()).collect();
-    let Some(n) = sets.iter().map(|a| a.n).max() else {
+    let Some(best) = BestOf::of(records) else {
         return String::new();
     };
-    let tried: u64 = sets.iter().map(|a| u64::from(a.n)).sum();
-    let alone: u64 = sets.iter().map(|a| u64::from(a.solved)).sum();
-    let one = if tried == 0 {
-        0.0
-    } else {
-        alone as f64 / tried as f64
-    };
     format!(
-        "best of {n}: {} of {} runs solved by the chosen attempt, rate {:.3}; pass@1 (one \
-         attempt alone) {one:.3}, {alone} of {tried} attempts; cost counts every attempt\n",
+        "best of {}: {} of {} runs solved by the chosen attempt, rate {:.3}; pass@1 (one \
+         attempt alone) {:.3}, {} of {} attempts; cost counts every attempt\n",
+        best.n,
         s.solved,
         s.runs,
-        s.rate()
+        s.rate(),
+        best.one_alone(),
+        best.alone,
+        best.tried
     )
 }
 
 /// The totals line and the legend.
-fn totals(records: &[RunRecord]) -> String {
+pub fn totals(records: &[RunRecord]) -> String {
     let all: Vec<&RunRecord> = records.iter().collect();
     let s = Summary::of(&all);
     let (lo, hi) = wilson(s.solved, s.runs);
@@ -174,49 +224,95 @@ fn totals(records: &[RunRecord]) -> String {
     )
 }
 
-/// Two configurations task by task: the pass rates, their difference and whether it is beyond
-/// noise (the two 95% Wilson intervals do not overlap).
-pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> String {
+/// One line of a comparison: a task's (solved, runs) in A and in B.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versus<'a> {
+    pub task: &'a str,
+    pub a: (u64, u64),
+    pub b: (u64, u64),
+}
+
+fn rate_of((solved, runs): (u64, u64)) -> f64 {
+    if runs == 0 {
+        0.0
+    } else {
+        solved as f64 / runs as f64
+    }
+}
+
+impl Versus<'_> {
+    /// `solved/runs rate` of one side.
+    pub fn cell(side: (u64, u64)) -> String {
+        format!("{}/{} {:.2}", side.0, side.1, rate_of(side))
+    }
+
+    /// B's pass rate less A's.
+    pub fn difference(&self) -> f64 {
+        rate_of(self.b) - rate_of(self.a)
+    }
+
+    /// The two 95% Wilson intervals do not overlap.
+    pub fn beyond_noise(&self) -> bool {
+        beyond_noise(self.a, self.b)
+    }
+}
+
+/// Two configurations task by task, in name order, and then the totals (task `total`).
+pub fn versus<'a>(a: &'a [RunRecord], b: &'a [RunRecord]) -> Vec<Versus<'a>> {
     let (ta, tb) = (by_task(a), by_task(b));
     let mut names: Vec<&str> = ta.keys().chain(tb.keys()).copied().collect();
     names.sort_unstable();
     names.dedup();
-    let mut out = format!(
-        "{:<28} {:>12} {:>12} {:>7}  beyond noise\n",
-        "task", "A solved", "B solved", "B - A"
-    );
     let count = |runs: Option<&Vec<&RunRecord>>| {
         runs.map_or((0, 0), |r| {
             let s = Summary::of(r);
             (s.solved, s.runs)
         })
     };
-    for name in names {
-        let _ = writeln!(
-            out,
-            "{}",
-            compare_line(name, count(ta.get(name)), count(tb.get(name)))
-        );
-    }
     let all = |r: &[RunRecord]| (r.iter().filter(|r| r.solved).count() as u64, r.len() as u64);
-    let _ = writeln!(out, "{}", compare_line("total", all(a), all(b)));
-    out.push_str(
-        "A = the results files, B = --vs; beyond noise: the two 95% Wilson intervals do not \
-         overlap\n",
+    let mut rows: Vec<Versus> = names
+        .into_iter()
+        .map(|task| Versus {
+            task,
+            a: count(ta.get(task)),
+            b: count(tb.get(task)),
+        })
+        .collect();
+    rows.push(Versus {
+        task: "total",
+        a: all(a),
+        b: all(b),
+    });
+    rows
+}
+
+/// What the comparison's columns mean.
+pub const VERSUS_NOTE: &str = "A = the results files, B = --vs; beyond noise: the two 95% \
+                               Wilson intervals do not overlap";
+
+/// Two configurations task by task: the pass rates, their difference and whether it is beyond
+/// noise (the two 95% Wilson intervals do not overlap).
+pub fn compare(a: &[RunRecord], b: &[RunRecord]) -> String {
+    let mut out = format!(
+        "{:<28} {:>12} {:>12} {:>7}  beyond noise\n",
+        "task", "A solved", "B solved", "B - A"
     );
+    for row in versus(a, b) {
+        let _ = writeln!(out, "{}", compare_line(&row));
+    }
+    out.push_str(VERSUS_NOTE);
+    out.push('\n');
     out
 }
 
-fn compare_line(name: &str, a: (u64, u64), b: (u64, u64)) -> String {
-    let rate = |(c, n): (u64, u64)| if n == 0 { 0.0 } else { c as f64 / n as f64 };
-    let cell = |(c, n): (u64, u64)| format!("{c}/{n} {:.2}", rate((c, n)));
-    let verdict = if beyond_noise(a, b) { "yes" } else { "no" };
+fn compare_line(row: &Versus) -> String {
+    let verdict = if row.beyond_noise() { "yes" } else { "no" };
     format!(
         "{:<28} {:>12} {:>12} {:>+7.2}  {verdict}",
-        name,
-        cell(a),
-        cell(b),
-        rate(b) - rate(a)
+        row.task,
+        Versus::cell(row.a),
+        Versus::cell(row.b),
+        row.difference()
     )
 }
 
@@ -284,12 +380,21 @@ mod tests {
     #[test]
     fn a_comparison_says_whether_the_difference_is_beyond_noise() {
         assert_eq!(
-            compare_line("t", (0, 20), (20, 20)),
+            compare_line(&Versus {
+                task: "t",
+                a: (0, 20),
+                b: (20, 20)
+            }),
             format!(
                 "{:<28} {:>12} {:>12} {:>7}  yes",
                 "t", "0/20 0.00", "20/20 1.00", "+1.00"
             )
         );
-        assert!(compare_line("t", (1, 2), (2, 2)).ends_with("no"));
+        let close = Versus {
+            task: "t",
+            a: (1, 2),
+            b: (2, 2),
+        };
+        assert!(compare_line(&close).ends_with("no"));
     }
 }
