@@ -482,45 +482,83 @@ fn the_html_report_is_one_page_with_escaped_names_and_valid_charts() {
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     let elsewhere = page.replace("http://www.w3.org/2000/svg", "");
     assert!(!elsewhere.contains("http://") && !elsewhere.contains("https://"));
-    let first_line = text.lines().nth(1).unwrap().replace('<', "&lt;");
+    let add_row = text.lines().find(|l| l.starts_with("add ")).unwrap();
+    let numbers: Vec<&str> = add_row.split_whitespace().skip(1).collect();
+    let cells: String = numbers
+        .iter()
+        .map(|n| format!("<td class=\"n\">{n}</td>"))
+        .collect();
     assert!(
-        page.contains(&first_line.replace('>', "&gt;")),
-        "the text table's numbers"
+        page.contains(&format!("<tr><td>add</td>{cells}</tr>")),
+        "the text table's numbers in a row of the HTML table"
     );
-    load_in_a_headless_browser(&html);
+    assert!(page.contains(&format!("agent-git {}", env!("CARGO_PKG_VERSION"))));
+    assert!(page.contains("model: A: claude; B: local"));
+    assert!(
+        page.contains(&format!("B: local ({b})")),
+        "the legend names B"
+    );
+    if let Some(dom) = render_in_a_headless_browser(&html, &env.path().join("report.png")) {
+        assert!(dom.contains("<td>add</td>"), "the rows are in the DOM");
+        assert!(dom.contains("<td>total: 2 tasks</td>"));
+        assert!(
+            dom.contains("Pass rate per task") && dom.contains("No bars for B: nothing solved")
+        );
+    }
 }
 
-/// Loads the page in a headless browser when one is on PATH; else says it skipped.
-fn load_in_a_headless_browser(page: &Path) {
-    let on_path = |name: &&&str| {
-        std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-    };
-    let browsers = ["chromium", "chromium-browser", "google-chrome", "firefox"];
-    let Some(browser) = browsers.iter().find(on_path) else {
-        eprintln!("note: no headless browser on PATH; the page's SVG was validated only");
-        return;
-    };
-    let url = format!("file://{}", page.display());
-    let args: Vec<&str> = if *browser == "firefox" {
-        vec!["--headless", "--screenshot", "/dev/null", &url]
-    } else {
-        vec![
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--dump-dom",
-            &url,
-        ]
-    };
-    let out = std::process::Command::new(browser)
-        .args(&args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{browser}: {}", stderr(&out));
-    if *browser != "firefox" {
-        assert!(stdout(&out).contains("Pass rate per task"));
+/// Chromium, where it is installed: None (and a note saying so) where it is not.
+fn chromium() -> Option<PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        let names = ["chromium", "chromium-browser"];
+        std::env::split_paths(&p)
+            .flat_map(|dir| names.map(|n| dir.join(n)))
+            .find(|path| path.is_file())
+    });
+    let found = on_path.or_else(|| {
+        let debian = PathBuf::from("/usr/bin/chromium");
+        debian.is_file().then_some(debian)
+    });
+    if found.is_none() {
+        eprintln!("skipped: no chromium installed (apt-get install chromium); the page was checked as text only");
     }
+    found
+}
+
+/// Renders the page in headless Chromium where it is installed: a screenshot to `png`, which
+/// must be more than a blank page, and the DOM it built, returned.
+fn render_in_a_headless_browser(page: &Path, png: &Path) -> Option<String> {
+    let browser = chromium()?;
+    let url = format!("file://{}", page.display());
+    let profile = tempfile::tempdir().unwrap();
+    let run = |what: &[&str]| {
+        let profile = format!("--user-data-dir={}", profile.path().display());
+        let mut args = vec!["--headless", "--no-sandbox", "--disable-gpu", &profile];
+        args.extend(what);
+        args.push(&url);
+        let out = std::process::Command::new(&browser)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            browser.display(),
+            stderr(&out)
+        );
+        stdout(&out)
+    };
+    let shot = format!("--screenshot={}", png.display());
+    run(&[&shot, "--window-size=1280,2400", "--hide-scrollbars"]);
+    let size = std::fs::metadata(png).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        size > 20_000,
+        "a screenshot of {size} bytes is all but blank"
+    );
+    if let Some(keep) = std::env::var_os("AGENT_GIT_KEEP_SCREENSHOT") {
+        std::fs::copy(png, keep).unwrap();
+    }
+    Some(run(&["--dump-dom"]))
 }
 
 fn repo_file(path: &str) -> String {

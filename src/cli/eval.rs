@@ -2,7 +2,7 @@
 //! a task from a fix commit. Glue over `crate::eval`.
 
 use super::CliError;
-use crate::eval::html::page;
+use crate::eval::html::{page, Configuration};
 use crate::eval::import::{import, ImportRequest};
 use crate::eval::report::{compare, table};
 use crate::eval::results::{read_all, read_existing, RunRecord};
@@ -137,7 +137,13 @@ fn run_report(args: ReportArgs) -> Result<u8, CliError> {
         Some(other)
     };
     if let Some(path) = &args.html {
-        let html = page(&records, other.as_deref()).map_err(eval_error)?;
+        let config = |records, files: &[PathBuf]| Configuration {
+            records,
+            files: files.iter().map(|f| f.display().to_string()).collect(),
+        };
+        let vs = other.as_deref().map(|o| config(o, &args.vs));
+        let made = std::time::SystemTime::now();
+        let html = page(&config(&records, &args.files), vs.as_ref(), made).map_err(eval_error)?;
         std::fs::write(path, html)
             .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
     }
