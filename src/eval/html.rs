@@ -32,6 +32,8 @@ pub struct BarChart<'a> {
     pub x_label: &'a str,
     pub rows: Vec<Row>,
     pub x_max: f64,
+    /// The values are counts: the x axis has whole-number ticks.
+    pub counts: bool,
     pub empty: Vec<Option<String>>,
 }
 
@@ -381,6 +383,7 @@ pub fn pass_rate_chart(groups: &[&[RunRecord]]) -> BarChart<'static> {
         x_label: "solved / runs",
         rows: task_rows(groups, |s| Some(s.rate())),
         x_max: 1.0,
+        counts: false,
         empty: groups.iter().map(|g| nothing_solved(g)).collect(),
     }
 }
@@ -392,6 +395,7 @@ pub fn cost_chart(groups: &[&[RunRecord]]) -> BarChart<'static> {
         title: "Cost per solved task (USD)",
         x_label: "total cost / solved runs",
         x_max: axis_max(&rows),
+        counts: false,
         rows,
         empty: groups.iter().map(|g| no_cost(g)).collect(),
     }
@@ -425,6 +429,7 @@ pub fn turns_chart(groups: &[&[RunRecord]]) -> BarChart<'static> {
         title: "Turns per run",
         x_label: "runs",
         x_max: axis_max(&rows),
+        counts: true,
         rows,
         empty: groups
             .iter()
@@ -476,14 +481,18 @@ pub fn svg(chart: &BarChart<'_>) -> Result<String, EvalError> {
             row.and_then(|i| chart.rows.get(i))
                 .map_or(String::new(), |r| r.label.clone())
         };
-        area.configure_mesh()
-            .disable_y_mesh()
+        let whole = |x: &f64| format!("{x:.0}");
+        let mut mesh = area.configure_mesh();
+        mesh.disable_y_mesh()
             .light_line_style(TRANSPARENT)
             .label_style(("sans-serif", 13))
             .x_desc(chart.x_label)
-            .y_label_formatter(&label)
-            .draw()
-            .map_err(plot_error)?;
+            .y_label_formatter(&label);
+        if chart.counts {
+            let ticks = (chart.x_max.floor() as usize + 1).min(10);
+            mesh.x_labels(ticks).x_label_formatter(&whole);
+        }
+        mesh.draw().map_err(plot_error)?;
         area.draw_series(bars(chart, groups)).map_err(plot_error)?;
         root.present().map_err(plot_error)?;
     }
