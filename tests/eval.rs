@@ -536,7 +536,10 @@ fn render_in_a_headless_browser(page: &Path, png: &Path) -> Option<String> {
         let mut args = vec!["--headless", "--no-sandbox", "--disable-gpu", &profile];
         args.extend(what);
         args.push(&url);
-        let out = std::process::Command::new(&browser)
+        // A browser that hangs fails the test in a minute rather than holding it up.
+        let out = std::process::Command::new("timeout")
+            .arg("60")
+            .arg(&browser)
             .args(&args)
             .output()
             .unwrap();
