@@ -205,14 +205,14 @@ pub fn totals(records: &[RunRecord]) -> String {
         false => "rate: of the runs, each the chosen one of its attempts",
     };
     best + &format!(
-        "total: {} tasks, {} runs, {} solved, pass rate {:.3} (95% Wilson interval {:.3}-{:.3}), \
+        "total: {}, {}, {} solved, pass rate {:.3} (95% Wilson interval {:.3}-{:.3}), \
          cost ${:.4}, {} per solved run, median wall {} s, median harness {} s\n\
          {rate}; pass@n and pass^n with n = that task's runs (unbiased \
          estimators); turns, cost, wall and harness (agent-git's own time, outside the model \
          and the tests and commands) are medians; (i) an impossible task: solved = NOT \
          passed\n",
-        by_task(records).len(),
-        s.runs,
+        crate::text::count(by_task(records).len() as u64, "task"),
+        crate::text::count(s.runs, "run"),
         s.solved,
         s.rate(),
         lo,
