@@ -419,7 +419,7 @@ impl Definition {
     }
 }
 
-/// The docs' table of every setting, one row each, as the README holds it.
+/// The docs' table of every setting, one row each, as docs/reference.md holds it.
 pub fn table() -> String {
     let mut table = String::from(
         "| flag | git config key | in `.agentgit` | default | what it is |\n\

@@ -292,8 +292,10 @@ fn help_contract(env: &TestEnv) -> (BTreeSet<String>, BTreeSet<String>) {
 #[test]
 fn the_readme_and_help_name_the_same_options_and_exit_codes() {
     let env = TestEnv::new();
+    // The reference in docs/ holds the tables the README points to.
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md"))
+            .unwrap();
     let table_rows = |heading: &str| -> Vec<String> {
         let section = readme.split(heading).nth(1).unwrap();
         section
@@ -339,13 +341,14 @@ fn the_readme_and_help_name_the_same_options_and_exit_codes() {
 /// gives each setting's key and default as its definition does.
 #[test]
 fn the_settings_table_and_help_are_the_definitions() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md"))
+            .unwrap();
     let table = agent_git::settings::table();
     assert!(
-        readme.contains(&format!("### Settings\n\n{table}")),
-        "the README's settings table (under `### Settings`) is not what the definitions say; \
-         it should be:\n{table}"
+        reference.contains(&format!("### Settings\n\n{table}")),
+        "the settings table of docs/reference.md (under `### Settings`) is not what the \
+         definitions say; it should be:\n{table}"
     );
     let env = TestEnv::new();
     let out = env.agent(env.path(), &["fix", "--help"]);
