@@ -294,8 +294,7 @@ fn the_readme_and_help_name_the_same_options_and_exit_codes() {
     let env = TestEnv::new();
     // The reference in docs/ holds the tables the README points to.
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md"))
-            .unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md")).unwrap();
     let table_rows = |heading: &str| -> Vec<String> {
         let section = readme.split(heading).nth(1).unwrap();
         section
@@ -342,8 +341,7 @@ fn the_readme_and_help_name_the_same_options_and_exit_codes() {
 #[test]
 fn the_settings_table_and_help_are_the_definitions() {
     let reference =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md"))
-            .unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md")).unwrap();
     let table = agent_git::settings::table();
     assert!(
         reference.contains(&format!("### Settings\n\n{table}")),

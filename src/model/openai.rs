@@ -140,6 +140,21 @@ fn translate(message: &Message) -> Vec<Value> {
 /// What an empty assistant message says on the wire.
 const EMPTY_REPLY: &str = "(no content)";
 
+/// An OpenAI usage object as `Usage`, by the names its API gives the input and output
+/// counts (`prompt_tokens`, `completion_tokens` in Chat Completions; `input_tokens`,
+/// `output_tokens` in Responses), each with its `_details`: cached input is counted apart.
+pub(super) fn usage_of(usage: &Value, [input, output]: [&str; 2]) -> Usage {
+    let count = |v: &Value| v.as_u64().unwrap_or(0);
+    let cached = count(&usage[format!("{input}_details")]["cached_tokens"]);
+    Usage {
+        input_tokens: count(&usage[input]).saturating_sub(cached),
+        output_tokens: count(&usage[output]),
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: cached,
+        reasoning_tokens: count(&usage[format!("{output}_details")]["reasoning_tokens"]),
+    }
+}
+
 /// Arguments go back as a JSON text. Ones that did not parse were kept as the raw string (the
 /// tool result quotes them); they go back as `{}`, since servers refuse a conversation that
 /// holds invalid JSON arguments (Ollama answers 400, vLLM 500).
@@ -268,19 +283,10 @@ impl Provider for OpenAi {
             Some("stop") => StopReason::EndTurn,
             _ => StopReason::Unknown,
         };
-        let usage = &value["usage"];
-        let count = |v: &Value| v.as_u64().unwrap_or(0);
-        let cached = count(&usage["prompt_tokens_details"]["cached_tokens"]);
         Ok(Reply {
             stop_reason,
             content,
-            usage: Usage {
-                input_tokens: count(&usage["prompt_tokens"]).saturating_sub(cached),
-                output_tokens: count(&usage["completion_tokens"]),
-                cache_creation_input_tokens: 0,
-                cache_read_input_tokens: cached,
-                reasoning_tokens: count(&usage["completion_tokens_details"]["reasoning_tokens"]),
-            },
+            usage: usage_of(&value["usage"], ["prompt_tokens", "completion_tokens"]),
         })
     }
 

@@ -5,7 +5,7 @@
 
 use super::http::Provider;
 use super::openai::{arguments_input, arguments_text};
-use super::{ContentBlock, Message, ModelError, Reply, Request, Role, StopReason, Usage};
+use super::{ContentBlock, Message, ModelError, Reply, Request, Role, StopReason};
 use serde_json::{json, Map, Value};
 
 pub struct Responses {
@@ -233,19 +233,10 @@ impl Provider for Responses {
             .iter()
             .any(|b| matches!(b, ContentBlock::ToolUse { .. }));
         let stop_reason = stop_reason(&value, refused, has_calls).map_err(|e| bad(&e))?;
-        let usage = &value["usage"];
-        let count = |v: &Value| v.as_u64().unwrap_or(0);
-        let cached = count(&usage["input_tokens_details"]["cached_tokens"]);
         Ok(Reply {
             stop_reason,
             content,
-            usage: Usage {
-                input_tokens: count(&usage["input_tokens"]).saturating_sub(cached),
-                output_tokens: count(&usage["output_tokens"]),
-                cache_creation_input_tokens: 0,
-                cache_read_input_tokens: cached,
-                reasoning_tokens: count(&usage["output_tokens_details"]["reasoning_tokens"]),
-            },
+            usage: super::openai::usage_of(&value["usage"], ["input_tokens", "output_tokens"]),
         })
     }
 
@@ -265,6 +256,7 @@ impl Provider for Responses {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Usage;
     use crate::model::{Effort, ToolSpec};
 
     fn provider() -> Responses {
