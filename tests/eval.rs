@@ -670,6 +670,80 @@ fn the_kubernetes_job_is_indexed_with_one_completion_per_shard() {
     assert_eq!(claim, pvc.and_then(|p| p["metadata"]["name"].as_str()));
 }
 
+/// The image deploy/eval-job.yaml runs is the one the Dockerfile describes and
+/// scripts/eval-image.sh builds; checked without docker (CI has none).
+#[test]
+fn the_eval_image_is_built_by_the_script_and_named_by_the_job() {
+    let dockerfile = repo_file("Dockerfile");
+    let stages: Vec<&str> = dockerfile
+        .lines()
+        .filter(|l| l.starts_with("FROM "))
+        .collect();
+    assert_eq!(
+        stages,
+        ["FROM ${BUILDER} AS build", "FROM ${BASE} AS runtime"],
+        "a build stage, then the runtime"
+    );
+    for line in [
+        "ARG BASE=debian:bookworm-slim",
+        "ARG BUILDER=${BASE}",
+        "ARG PREBUILT=",
+        "ARG RUST_TOOLCHAIN=none",
+        "COPY --from=build /agent-git /usr/local/bin/agent-git",
+        "COPY evals /evals",
+    ] {
+        assert!(dockerfile.lines().any(|l| l == line), "Dockerfile: {line}");
+    }
+    assert!(dockerfile.contains("cargo build --release --locked"));
+    for tool in ["git", "python3", "python3-venv", "python3-pip", "nodejs"] {
+        assert!(
+            dockerfile.split_whitespace().any(|w| w == tool),
+            "runtime installs {tool}"
+        );
+    }
+
+    let script = repo_file("scripts/eval-image.sh");
+    let built = script
+        .lines()
+        .find_map(|l| l.strip_prefix("image="))
+        .expect("the script names its image");
+    let job = repo_file("deploy/eval-job.yaml");
+    let job = serde_yaml_ng::Deserializer::from_str(&job)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .find(|d: &serde_yaml_ng::Value| d["kind"] == "Job")
+        .unwrap();
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"].as_str(), Some(built));
+    let command = container["command"].as_sequence().unwrap();
+    let command = command.last().and_then(|c| c.as_str()).unwrap();
+    assert!(
+        command.contains("agent-git eval /evals "),
+        "the job runs the suite where the image has it: {command}"
+    );
+    assert!(script.contains("agent-git eval /evals "));
+    assert!(script.contains("--build-arg \"PREBUILT=target/eval-image/agent-git\""));
+
+    let ignored: Vec<&str> = repo_file(".dockerignore")
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .collect();
+    assert!(
+        ignored.contains(&"target/"),
+        "no build output in the context"
+    );
+    assert!(
+        ignored.contains(&"!target/eval-image/agent-git"),
+        "but the prebuilt binary"
+    );
+
+    let syntax = std::process::Command::new("bash")
+        .args(["-n", "scripts/eval-image.sh"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "{}", stderr(&syntax));
+}
+
 const SWE_PATCH: &str = "diff --git a/calc.py b/calc.py
 --- a/calc.py
 +++ b/calc.py
