@@ -9,7 +9,7 @@
 #                   `--build-arg BASE=local/bookworm`, see the README)
 #   BUILDER         the image agent-git is built in (default: BASE). One with cargo on PATH
 #                   (rust:1-slim-bookworm) is used as it is; otherwise Debian's cargo-web
-#                   (Rust 1.85 or later, from Debian's own packages) is installed in it
+#                   (from bookworm-security: Rust 1.96 when this was written) is installed
 #   PREBUILT        a Linux x86_64 agent-git binary in the build context, used instead of
 #                   building one (default: empty, build it): for a builder that cannot reach
 #                   crates.io. `scripts/eval-image.sh --prebuilt` builds it on the host and puts
@@ -26,8 +26,14 @@ ARG BUILDER=${BASE}
 FROM ${BUILDER} AS build
 ARG PREBUILT=
 ENV DEBIAN_FRONTEND=noninteractive
+# agent-git's dependencies need Rust 1.90: bookworm's cargo-web is 1.85, bookworm-security's
+# newer, and a base made with debootstrap lists only bookworm itself.
 RUN if [ -z "$PREBUILT" ] && ! command -v cargo >/dev/null; then \
-        apt-get update \
+        if ! grep -rqs bookworm-security /etc/apt/sources.list /etc/apt/sources.list.d; then \
+            echo "deb http://deb.debian.org/debian-security bookworm-security main" \
+                > /etc/apt/sources.list.d/bookworm-security.list; \
+        fi \
+        && apt-get update \
         && apt-get install -y --no-install-recommends cargo-web gcc libc6-dev make ca-certificates \
         && rm -rf /var/lib/apt/lists/*; \
     fi

@@ -22,12 +22,16 @@
 #                    model gets the network and ANTHROPIC_API_KEY / OPENAI_API_KEY if set
 #   --out DIR        host folder mounted at /results (default target/eval-image/results)
 #   --no-build       run the image as it is
-#   --sandbox on     (default) run the container with the security options agent-git's sandbox
-#                    needs: user, mount, PID and network namespaces, Landlock, a fresh /proc
-#                    (seccomp=unconfined, apparmor=unconfined, systempaths=unconfined)
-#   --sandbox off    run with Docker's defaults: the container is the isolation; agent-git's
-#                    own layers then do not all hold, and each run's report says which
-#                    (`Sandbox:`), as does `fix -v`
+#   --sandbox on     (default) run the container so that every layer of agent-git's sandbox
+#                    holds: Docker's default seccomp profile refuses the user, mount and network
+#                    namespaces (seccomp=unconfined), AppArmor's docker-default the mounts where
+#                    AppArmor runs (apparmor=unconfined), its masked /proc paths a fresh /proc
+#                    (systempaths=unconfined), and an overlay cannot sit on the container's own
+#                    overlay root, so the runs' HOME and TMPDIR get a tmpfs (--tmpfs /tmp)
+#   --sandbox off    Docker's defaults: the container is the isolation. agent-git keeps what the
+#                    kernel still allows (Landlock, the pids cgroup), each run's report says
+#                    which layers do not hold (`Sandbox:`), and the model's run_command is
+#                    refused (no built-in oracle uses it; a real model's would fail)
 #
 # Exit codes: 0 the shard ran (the table tells how the runs went), 2 usage, 3 docker or the
 # base image is missing (the message says what to do), else the failing step's code.
@@ -125,7 +129,7 @@ mkdir -p "$out"
 run=(--rm --volume "$out:/results")
 if [ "$sandbox" = on ]; then
     run+=(--security-opt seccomp=unconfined --security-opt apparmor=unconfined
-        --security-opt systempaths=unconfined)
+        --security-opt systempaths=unconfined --tmpfs /tmp:exec)
 fi
 if [ "$model" = oracle ]; then
     run+=(--network none)

@@ -721,9 +721,34 @@ fn the_eval_image_is_built_by_the_script_and_named_by_the_job() {
         "the job runs the suite where the image has it: {command}"
     );
     assert!(script.contains("agent-git eval /evals "));
+    // The sandbox's namespaces and Landlock: the runtime's default profiles refuse them, and
+    // an overlay on HOME cannot sit on the container's overlay root, so /tmp is a volume.
+    let security = &container["securityContext"];
+    assert_eq!(
+        security["seccompProfile"]["type"].as_str(),
+        Some("Unconfined")
+    );
+    assert_eq!(
+        security["appArmorProfile"]["type"].as_str(),
+        Some("Unconfined")
+    );
+    assert!(script.contains("--security-opt seccomp=unconfined"));
+    assert!(script.contains("--tmpfs /tmp"));
+    let tmp = container["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|m| m["mountPath"] == "/tmp")
+        .expect("/tmp is a volume");
+    let volumes = job["spec"]["template"]["spec"]["volumes"]
+        .as_sequence()
+        .unwrap();
+    let tmp = volumes.iter().find(|v| v["name"] == tmp["name"]).unwrap();
+    assert!(tmp["emptyDir"].is_mapping(), "an emptyDir for /tmp");
     assert!(script.contains("--build-arg \"PREBUILT=target/eval-image/agent-git\""));
 
-    let ignored: Vec<&str> = repo_file(".dockerignore")
+    let dockerignore = repo_file(".dockerignore");
+    let ignored: Vec<&str> = dockerignore
         .lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .collect();
