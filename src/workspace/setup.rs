@@ -17,6 +17,12 @@ pub enum SetupError {
     BadBranchName(String),
     #[error("branch `{0}` already exists; choose another name with --branch")]
     BranchExists(String),
+    /// git keeps branches as files: `a` and `a/b` cannot both be.
+    #[error(
+        "branch `{0}` cannot be made beside the existing branch `{1}` (one would be a folder \
+         of the other); choose another name with --branch"
+    )]
+    BranchClash(String, String),
     #[error("git: {0}")]
     Git(#[from] git2::Error),
     #[error("cannot create the run's work tree at {0}: {1}")]
@@ -58,6 +64,20 @@ pub fn check_branch_free(repo: &Repository, name: &str) -> Result<(), SetupError
     }
     if repo.find_branch(name, BranchType::Local).is_ok() {
         return Err(SetupError::BranchExists(name.to_string()));
+    }
+    for branch in repo.branches(Some(BranchType::Local))? {
+        let (branch, _) = branch?;
+        let Ok(Some(other)) = branch.name() else {
+            continue;
+        };
+        let inside = |outer: &str, inner: &str| {
+            inner.len() > outer.len()
+                && inner.starts_with(outer)
+                && inner.as_bytes()[outer.len()] == b'/'
+        };
+        if inside(name, other) || inside(other, name) {
+            return Err(SetupError::BranchClash(name.to_string(), other.to_string()));
+        }
     }
     Ok(())
 }
@@ -386,6 +406,25 @@ mod tests {
             Workspace::create(&repo, base, "agent/t", "r2"),
             Err(SetupError::BranchExists(_))
         ));
+    }
+
+    #[test]
+    fn a_branch_that_would_be_a_folder_of_another_is_refused_before_anything() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = repo_with_commit(dir.path());
+        let commit = repo.find_commit(base).unwrap();
+        repo.branch("feat-2/x", &commit, false).unwrap();
+        repo.branch("agent", &commit, false).unwrap();
+        for (name, other) in [("feat-2", "feat-2/x"), ("agent/run", "agent")] {
+            match check_branch_free(&repo, name) {
+                Err(SetupError::BranchClash(n, o)) => {
+                    assert_eq!((n.as_str(), o.as_str()), (name, other))
+                }
+                found => panic!("{name}: {found:?}"),
+            }
+        }
+        assert!(check_branch_free(&repo, "feat-2x").is_ok());
+        assert!(check_branch_free(&repo, "feat").is_ok());
     }
 
     #[test]
