@@ -4,7 +4,7 @@
 use crate::agent::{Action, Outcome};
 use crate::model::Usage;
 use crate::testrun::{Checked, TestResult};
-use crate::text::count;
+use crate::text::{count, truncate};
 use crate::workspace::FileStat;
 use serde_json::{json, Value};
 
@@ -449,15 +449,6 @@ fn first_line(text: &str) -> &str {
 
 fn short(sha: &str) -> &str {
     &sha[..sha.len().min(7)]
-}
-
-/// Cuts `text` to at most `max` characters, ending in `...` when cut.
-fn truncate(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(max - 3).collect();
-    format!("{}...", kept.trim_end())
 }
 
 #[cfg(test)]

@@ -6,6 +6,15 @@
 use std::fmt::Write;
 
 /// `text` as one line, every control character written out (`\n`, `\e`, `\x7f`, `\u{9b}`)
+/// Cuts `text` to at most `max` characters, ending in `...` when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max.saturating_sub(3)).collect();
+    format!("{}...", kept.trim_end())
+}
+
 /// `1 turn`, `2 turns`: a count and its noun, plural where the count is not one.
 pub fn count(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();

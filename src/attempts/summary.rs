@@ -170,13 +170,6 @@ fn diff_size(repo: &Repository, report: &Value) -> Option<(usize, usize)> {
 /// The widest an attempt's note is in the table.
 const NOTE_WIDTH: usize = 60;
 
-fn cut(text: &str, max: usize) -> String {
-    match text.chars().count() > max {
-        true => text.chars().take(max - 3).collect::<String>() + "...",
-        false => text.to_string(),
-    }
-}
-
 fn cost_text(cost: Option<f64>) -> String {
     cost.map_or("cost unknown".to_string(), |c| format!("${c:.4}"))
 }
@@ -334,7 +327,9 @@ impl SetSummary {
                     match ran {
                         true => a.tests.clone(),
                         // In full in --json.
-                        false => cut(a.note.as_deref().unwrap_or_default(), NOTE_WIDTH),
+                        false => {
+                            crate::text::truncate(a.note.as_deref().unwrap_or_default(), NOTE_WIDTH)
+                        }
                     },
                     match ran {
                         true => format!("+{} -{}", a.added, a.removed),

@@ -177,7 +177,7 @@ pub fn table(runs: &[Run], now: i64) -> String {
         for row in &mut rows {
             row[column] = match column {
                 0 => cut_in_the_middle(&row[column], room),
-                _ => cut_at_the_end(&row[column], room),
+                _ => crate::text::truncate(&row[column], room),
             };
         }
         widths = measure(&rows);
@@ -210,15 +210,6 @@ fn cut_in_the_middle(text: &str, max: usize) -> String {
     let start: String = chars[..head].iter().collect();
     let end: String = chars[chars.len() - tail..].iter().collect();
     format!("{start}...{end}")
-}
-
-/// `text` at most `max` characters long, ending in `...` when cut.
-fn cut_at_the_end(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(max.saturating_sub(3)).collect();
-    format!("{kept}...")
 }
 
 /// `2 passed, 0 failed, 1 skipped` as `2 passed, 1 skipped`: counts of none left out.
