@@ -121,9 +121,7 @@ pub(super) fn changes(
         repo.find_tree(from).map_err(git)?,
         repo.find_tree(to).map_err(git)?,
     );
-    let diff = repo
-        .diff_tree_to_tree(Some(&old), Some(&new), None)
-        .map_err(git)?;
+    let diff = crate::workspace::trees::diff(repo, Some(&old), Some(&new), None).map_err(git)?;
     let (mut tests, mut code) = (Files::new(), Files::new());
     for delta in diff.deltas() {
         let file = delta.new_file();
@@ -262,20 +260,7 @@ fn commit_files(repo: &Repository, files: &Files, parent: Option<Oid>) -> Result
             continue;
         };
         let id = repo.blob(bytes).map_err(git)?;
-        let entry = git2::IndexEntry {
-            ctime: git2::IndexTime::new(0, 0),
-            mtime: git2::IndexTime::new(0, 0),
-            dev: 0,
-            ino: 0,
-            mode: *mode as u32,
-            uid: 0,
-            gid: 0,
-            file_size: 0,
-            id,
-            flags: 0,
-            flags_extended: 0,
-            path: path.as_bytes().to_vec(),
-        };
+        let entry = crate::workspace::blob_entry(path.as_bytes(), id, *mode as u32);
         index.add(&entry).map_err(git)?;
     }
     let tree = repo

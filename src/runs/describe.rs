@@ -53,7 +53,7 @@ fn edits(repo: &Repository, work: Oid, base: Oid) -> Result<Vec<Edit>, git2::Err
             continue;
         };
         let (old, new) = (parent.tree()?, commit.tree()?);
-        let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+        let diff = crate::workspace::trees::diff(repo, Some(&old), Some(&new), None)?;
         let mut paths: Vec<PathBuf> = diff
             .deltas()
             .filter_map(|d| d.new_file().path().or(d.old_file().path()))

@@ -326,7 +326,7 @@ pub fn patch(repo: &Repository, run: &Run) -> Result<String, RunsError> {
     };
     let old = repo.find_commit(base)?.tree()?;
     let new = repo.find_commit(run.tip)?.tree()?;
-    let diff = repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+    let diff = crate::workspace::trees::diff(repo, Some(&old), Some(&new), None)?;
     let mut text = Vec::new();
     diff.print(git2::DiffFormat::Patch, |_, _, line| {
         if matches!(line.origin(), '+' | '-' | ' ') {

@@ -28,7 +28,7 @@ fn diff<'r>(repo: &'r Repository, base: Oid, tip: Oid) -> Result<Diff<'r>, git2:
     let tip = repo.find_tree(tip)?;
     let mut options = DiffOptions::new();
     options.context_lines(3).show_binary(true);
-    repo.diff_tree_to_tree(Some(&base), Some(&tip), Some(&mut options))
+    crate::workspace::trees::diff(repo, Some(&base), Some(&tip), Some(&mut options))
 }
 
 /// The changes from `base` to `tip`, in diff order.
@@ -93,6 +93,14 @@ pub fn tree_without(
     all: &[Change],
     left_out: &[usize],
 ) -> Result<Oid, git2::Error> {
+    // Without every change, or without none, the tree is known: applying the rest would read
+    // the whole tree into an index and write it again.
+    if (0..all.len()).all(|i| left_out.contains(&i)) {
+        return Ok(base);
+    }
+    if !left_out.iter().any(|&i| i < all.len()) {
+        return Ok(tip);
+    }
     let diff = diff(repo, base, tip)?;
     let out: Vec<&Change> = left_out.iter().filter_map(|&i| all.get(i)).collect();
     // The delta the callbacks are at, and the hunk within it (libgit2 calls them in order).

@@ -1148,7 +1148,7 @@ impl CleanRoom {
     fn changed_between(&self, old: Oid, new: Oid) -> Result<Vec<PathBuf>, WorkspaceError> {
         let old = self.repo.find_tree(old)?;
         let new = self.repo.find_tree(new)?;
-        let diff = self.repo.diff_tree_to_tree(Some(&old), Some(&new), None)?;
+        let diff = super::trees::diff(&self.repo, Some(&old), Some(&new), None)?;
         let mut paths = Vec::new();
         for delta in diff.deltas() {
             for file in [delta.old_file(), delta.new_file()] {

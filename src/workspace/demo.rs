@@ -85,7 +85,7 @@ pub fn branch_log(dir: &Path, base: Oid, branch: &str) -> Result<String, git2::E
             let _ = writeln!(out, "    {line}");
         }
         let parent_tree = commit.parent(0).ok().map(|p| p.tree()).transpose()?;
-        let diff = repo.diff_tree_to_tree(parent_tree.as_ref(), Some(&commit.tree()?), None)?;
+        let diff = super::trees::diff(&repo, parent_tree.as_ref(), Some(&commit.tree()?), None)?;
         let stats = diff.stats()?;
         if stats.files_changed() > 0 {
             let text = stats.to_buf(git2::DiffStatsFormat::FULL, 72)?;

@@ -206,7 +206,7 @@ fn undo_checkout(repo: &Repository, head: &git2::Commit, landed: Oid) {
     let (Ok(head_tree), Ok(landed_tree)) = (head.tree(), repo.find_tree(landed)) else {
         return;
     };
-    let Ok(diff) = repo.diff_tree_to_tree(Some(&head_tree), Some(&landed_tree), None) else {
+    let Ok(diff) = super::trees::diff(repo, Some(&head_tree), Some(&landed_tree), None) else {
         return;
     };
     let workdir = repo.workdir().map(std::path::Path::to_path_buf);

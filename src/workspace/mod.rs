@@ -19,6 +19,7 @@ mod restore;
 pub mod sets;
 mod setup;
 mod tested;
+pub mod trees;
 
 pub use cleanroom::{
     check_out_room, write_new, CleanRoom, ProtectedMemo, RunDirs, CHECK_OUT_ROOM, OVERLAYS,
@@ -776,7 +777,7 @@ pub fn diffstat(
     old: &git2::Tree,
     new: &git2::Tree,
 ) -> Result<Vec<FileStat>, git2::Error> {
-    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
+    let diff = trees::diff(repo, Some(old), Some(new), None)?;
     let mut stats = Vec::new();
     for (i, delta) in diff.deltas().enumerate() {
         let path = delta_path(&delta);
@@ -835,7 +836,7 @@ fn protected_change_list(
     new: &git2::Tree,
     protection: &Protection,
 ) -> Result<Vec<ProtectedChange>, git2::Error> {
-    let diff = repo.diff_tree_to_tree(Some(old), Some(new), None)?;
+    let diff = trees::diff(repo, Some(old), Some(new), None)?;
     let blob = |file: git2::DiffFile| -> Option<Vec<u8>> {
         if file.id().is_zero() {
             return None;
@@ -886,19 +887,28 @@ fn protected_changes(
 
 /// An index entry for a tree entry at `path`: the blob and mode, no stat data.
 pub(crate) fn index_entry(path: &Path, entry: &git2::TreeEntry) -> IndexEntry {
+    blob_entry(
+        path.as_os_str().as_bytes(),
+        entry.id(),
+        entry.filemode() as u32,
+    )
+}
+
+/// An index entry naming blob `id` at `path` with `mode`, and no stat data.
+pub(crate) fn blob_entry(path: &[u8], id: Oid, mode: u32) -> IndexEntry {
     IndexEntry {
         ctime: IndexTime::new(0, 0),
         mtime: IndexTime::new(0, 0),
         dev: 0,
         ino: 0,
-        mode: entry.filemode() as u32,
+        mode,
         uid: 0,
         gid: 0,
         file_size: 0,
-        id: entry.id(),
+        id,
         flags: 0,
         flags_extended: 0,
-        path: path.as_os_str().as_bytes().to_vec(),
+        path: path.to_vec(),
     }
 }
 

@@ -180,7 +180,7 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
         .find_branch(branch, BranchType::Local)?
         .get()
         .peel_to_tree()?;
-    let diff = tree.diff_tree_to_tree(Some(&held), Some(&target), None)?;
+    let diff = super::trees::diff(&tree, Some(&held), Some(&target), None)?;
     for delta in diff.deltas() {
         let files = [delta.old_file(), delta.new_file()];
         paths.extend(files.iter().filter_map(|f| f.path()).map(Path::to_path_buf));
