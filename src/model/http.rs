@@ -66,6 +66,17 @@ pub struct HttpModel {
     notes: Vec<String>,
 }
 
+/// Every HTTP client of agent-git starts here: rustls on ring, which is installed as the
+/// process's crypto provider the first time (reqwest is built without one of its own).
+pub fn client_builder() -> reqwest::ClientBuilder {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        // An error means a provider is installed already, which is all that is needed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+}
+
 impl HttpModel {
     pub fn new(
         provider: Box<dyn Provider>,
@@ -76,7 +87,7 @@ impl HttpModel {
         // The timeout bounds each wait for bytes; a whole reply's time is bounded per request
         // when it is not streamed (a long stream may rightly take longer).
         // No redirects: reqwest would forward `x-api-key` to another host.
-        let client = reqwest::Client::builder()
+        let client = client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .read_timeout(timeout)
             .connect_timeout(Duration::from_secs(30))

@@ -165,7 +165,7 @@ fn unreachable(base: &str, error: &reqwest::Error) -> String {
 
 /// The four endpoints at once: a server that answers none costs one timeout, not four.
 async fn ask(base_url: &str, model: &str, api_key: Option<&str>) -> Answers {
-    let Ok(client) = reqwest::Client::builder()
+    let Ok(client) = super::http::client_builder()
         .timeout(Duration::from_secs(5))
         .redirect(reqwest::redirect::Policy::none())
         .build()
