@@ -805,12 +805,12 @@ fn links_files_and_modes_in_place_of_tracked_folders_are_swept_in_the_tree_only(
     );
 }
 
-/// A pipe where a tracked file was: staging it opens it and waits for a writer, so run one
-/// hangs until it is killed; the pipe stays in the slot, and every next run's checkout of that
-/// path opens it for writing (O_TRUNC, not unlinked first) and waits for a reader, forever.
+/// A pipe where a tracked file was. Staging it must not open it (it would wait for a writer),
+/// so the run that plants it ends by itself. A run killed before it gave its slot back leaves
+/// the pipe there, and the next run's checkout of that path must not open it either (it would
+/// wait for a reader, forever).
 #[test]
 fn a_pipe_in_place_of_a_tracked_file_hangs_no_run() {
-    use std::os::unix::fs::FileTypeExt;
     let env = TestEnv::new();
     let repo = repo(&env);
     let wait_for = |child: &mut std::process::Child, secs: u64| {
@@ -836,26 +836,35 @@ fn a_pipe_in_place_of_a_tracked_file_hangs_no_run() {
         .fix_cmd(&repo, &one, "agent/one", &args)
         .spawn()
         .unwrap();
-    let pipe = repo.join(".git/agent-git/pool-1/calc.py");
-    for _ in 0..300 {
-        if std::fs::symlink_metadata(&pipe).is_ok_and(|m| m.file_type().is_fifo()) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let first_ended = wait_for(&mut first, 20);
+    assert!(wait_for(&mut first, 20), "the run that planted a pipe hung");
+    // Where a run killed before its give-back would have left it.
+    let slot = repo.join(".git/agent-git/pool-1");
+    let pipe = slot.join("calc.py");
+    std::fs::remove_file(&pipe).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &pipe,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
     let two = env.script(
         "two.json",
         json!([calls("Look.", vec![run("look", "true")]), end_turn("Done.")]),
     );
     let mut second = env
         .fix_cmd(&repo, &two, "agent/two", &args)
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let second_ended = wait_for(&mut second, 60);
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(second_ended, "the next run hung at its start: {said}");
     assert!(
-        second_ended,
-        "the next run hung at its start (run one ended by itself: {first_ended})"
+        said.contains(&format!("(work tree {})", slot.display())),
+        "the next run did not take the slot with the pipe: {said}"
     );
 }
 
