@@ -1,10 +1,11 @@
-//! What runs leave behind when they die without cleaning up (SIGKILL, a power cut): each run
-//! holds a lock on a lease file in every directory it makes for itself, and the kernel lets go
-//! of the lock however the run ends. A lease whose lock can be taken marks a leftover; one
-//! still held is a run in progress, and is never touched.
+//! What tells a leftover from a run in progress, and removes one: each run holds a lock on a
+//! lease file in every directory it makes for itself, and the kernel lets go of the lock
+//! however the run ends (SIGKILL, a power cut). A lease whose lock can be taken marks a
+//! leftover; one still held is a run in progress, and is never touched. The sweeps that find
+//! and remove leftovers are all in `workspace::sweep`.
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The name of the lease file inside a run's own temp dir.
 pub const LEASE: &str = "agent-git.lease";
@@ -12,50 +13,6 @@ pub const LEASE: &str = "agent-git.lease";
 /// The prefixes of the temp dirs runs make: the model's private HOME and TMPDIR, the clean
 /// room, and the folder the base's test sandbox starts from.
 pub const TEMP_PREFIXES: &[&str] = &["agent-git-sandbox-", "agent-git-clean-", "agent-git-check-"];
-
-/// What a sweep removed.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Swept {
-    pub temp_dirs: Vec<PathBuf>,
-    /// The run ids whose work trees were removed (their branches stay).
-    pub worktrees: Vec<String>,
-    pub cgroups: usize,
-}
-
-impl Swept {
-    pub fn is_empty(&self) -> bool {
-        self.temp_dirs.is_empty() && self.worktrees.is_empty() && self.cgroups == 0
-    }
-
-    /// One line: what was removed, for runs that did not finish.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if !self.worktrees.is_empty() {
-            parts.push(format!(
-                "the work trees of runs {} (their branches stay)",
-                self.worktrees.join(", ")
-            ));
-        }
-        if !self.temp_dirs.is_empty() {
-            let dirs: Vec<String> = self
-                .temp_dirs
-                .iter()
-                .map(|d| d.display().to_string())
-                .collect();
-            parts.push(format!("temp dirs {}", dirs.join(", ")));
-        }
-        if self.cgroups > 0 {
-            parts.push(format!("{} cgroups", self.cgroups));
-        }
-        if parts.is_empty() {
-            return "nothing left over by earlier runs".into();
-        }
-        format!(
-            "removed what earlier runs that did not finish left behind: {}",
-            parts.join("; ")
-        )
-    }
-}
 
 /// A held lock: the directory it marks belongs to a live run for as long as this lives.
 #[derive(Debug)]
@@ -149,40 +106,6 @@ fn open_up(path: &Path) {
     }
 }
 
-/// Removes the temp dirs in `temp` that runs now gone left behind, and says which.
-pub fn sweep_temp_dirs(temp: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(temp) else {
-        return Vec::new();
-    };
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !TEMP_PREFIXES.iter().any(|p| name.starts_with(p)) {
-            continue;
-        }
-        let dir = entry.path();
-        // Only this user's: in a temp dir others share, another user's look-alike (lease and
-        // all) is none of a sweep's business, however it is built.
-        let ours = |path: &Path| {
-            use std::os::unix::fs::MetadataExt;
-            std::fs::symlink_metadata(path)
-                .is_ok_and(|m| m.uid() == rustix::process::geteuid().as_raw())
-        };
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        let lease = dir.join(LEASE);
-        if is_dir
-            && ours(&dir)
-            && ours(&lease)
-            && is_abandoned(&lease)
-            && remove_forcibly(&dir).is_ok()
-        {
-            removed.push(dir);
-        }
-    }
-    removed.sort();
-    removed
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,56 +120,5 @@ mod tests {
         drop(held);
         assert!(Lease::hold(&path).unwrap().is_some(), "free once let go");
         assert!(path.is_file(), "the lock file stays with its slot");
-    }
-
-    #[test]
-    fn only_the_dirs_of_runs_that_are_gone_are_swept() {
-        let temp = tempfile::tempdir().unwrap();
-        let make = |name: &str| {
-            let dir = temp.path().join(name);
-            std::fs::create_dir_all(dir.join("home/work/work")).unwrap();
-            dir
-        };
-        let live = make("agent-git-sandbox-live");
-        let _held = Lease::take(&live.join(LEASE)).unwrap();
-        let dead = make("agent-git-clean-dead");
-        drop(Lease::take(&dead.join(LEASE)).unwrap());
-        // An overlay leaves its work dir unreadable; the sweep still gets through.
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            dead.join("home/work/work"),
-            PermissionsExt::from_mode(0o000),
-        )
-        .unwrap();
-        // A link in a leftover is removed, never followed: what it leads to keeps its mode.
-        let victim = temp.path().join("victim");
-        std::fs::create_dir(&victim).unwrap();
-        std::fs::set_permissions(&victim, PermissionsExt::from_mode(0o755)).unwrap();
-        std::os::unix::fs::symlink(&victim, dead.join("home/link")).unwrap();
-        let unleased = make("agent-git-sandbox-nolease");
-        // Another user's look-alike, abandoned lease and all (where this test may make one).
-        let foreign = make("agent-git-sandbox-foreign");
-        drop(Lease::take(&foreign.join(LEASE)).unwrap());
-        let root = rustix::process::geteuid().is_root();
-        if root {
-            let nobody = Some(rustix::process::Uid::from_raw(65534));
-            rustix::fs::chown(&foreign, nobody, None).unwrap();
-        }
-        let other = make("someone-elses");
-        std::fs::write(other.join(LEASE), "").unwrap();
-        assert!(
-            !is_abandoned(&live.join(LEASE)),
-            "a held lease is not a leftover's"
-        );
-        let mut swept = vec![dead.clone()];
-        if !root {
-            swept.insert(0, foreign.clone());
-        }
-        assert_eq!(sweep_temp_dirs(temp.path()), swept);
-        assert!(live.exists() && unleased.exists() && other.exists());
-        assert_eq!(foreign.exists(), root);
-        assert!(!dead.exists());
-        let mode = std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o755);
     }
 }

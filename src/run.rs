@@ -169,7 +169,7 @@ pub fn execute(
     watch_signals(&runtime, interrupt.clone(), None)
         .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
 
-    let swept = sweep_leftovers(Some(&plan.repo));
+    let swept = crate::workspace::sweep::sweep_leftovers(Some(&plan.repo));
     if !swept.is_empty() {
         progress(&swept.describe());
     }
@@ -513,18 +513,6 @@ fn hooks_note(workspace: &Workspace, asked: bool, run: bool) -> Option<String> {
         (true, false) => format!("commit hooks not run (no sandbox to run them in): {hooks}"),
         (false, _) => format!("commit hooks skipped (--no-verify): {hooks}"),
     })
-}
-
-/// Removes what runs that are gone left behind: their temp dirs, cgroups and, in `repo`,
-/// work trees. Nothing of a run still going is touched.
-pub fn sweep_leftovers(repo: Option<&git2::Repository>) -> crate::leftovers::Swept {
-    crate::leftovers::Swept {
-        temp_dirs: crate::leftovers::sweep_temp_dirs(&std::env::temp_dir()),
-        worktrees: repo
-            .map(crate::workspace::sweep_abandoned_worktrees)
-            .unwrap_or_default(),
-        cgroups: crate::sandbox::helper::sweep_cgroups(),
-    }
 }
 
 /// Nothing was asked of the model (the tests already pass, or cannot run at all): the run

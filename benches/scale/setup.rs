@@ -3,7 +3,7 @@
 //! command itself.
 
 use crate::common::{self, time, Options, Repo};
-use agent_git::workspace::{pool, Workspace};
+use agent_git::workspace::{pool, sweep, Workspace};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -13,7 +13,7 @@ pub fn run(repo: &Repo, options: &Options) {
     let base = repo.base();
     let mut n = 0;
     let mut floor = || floor_worktree(&repo.path);
-    pool::empty(&git_repo);
+    sweep::empty_pool(&git_repo);
     common::compare(
         "run set-up + end, empty pool",
         options.runs,
@@ -21,7 +21,7 @@ pub fn run(repo: &Repo, options: &Options) {
         &mut || {
             n += 1;
             let took = time(&mut || take_and_give_back(&git_repo, base, n));
-            pool::empty(&git_repo);
+            sweep::empty_pool(&git_repo);
             took
         },
         "git worktree add + remove",
@@ -39,7 +39,7 @@ pub fn run(repo: &Repo, options: &Options) {
         "git worktree add + remove",
         &mut floor,
     );
-    pool::empty(&git_repo);
+    sweep::empty_pool(&git_repo);
     if_failing(repo, options);
 }
 

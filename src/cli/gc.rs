@@ -45,7 +45,7 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
         };
         return dry_run(repo, &args);
     }
-    let swept = crate::run::sweep_leftovers(repo.as_ref());
+    let swept = crate::workspace::sweep::sweep_leftovers(repo.as_ref());
     println!("agent-git gc: {}", swept.describe());
     // Runs are judged as they are when gc starts: a run still going now is never deleted,
     // however long the removals below take.
@@ -61,7 +61,7 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
         _ => 0,
     };
     if let Some(repo) = &repo {
-        let emptied = crate::workspace::pool::empty(repo);
+        let emptied = crate::workspace::sweep::empty_pool(repo);
         if !emptied.is_empty() {
             let paths: Vec<String> = emptied.iter().map(|p| p.display().to_string()).collect();
             println!(
@@ -73,7 +73,7 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
             .canonicalize()
             .ok()
             .zip(repo.commondir().join("objects").canonicalize().ok())
-            .map(|(temp, objects)| crate::workspace::rooms::empty(&temp, &objects))
+            .map(|(temp, objects)| crate::workspace::sweep::empty_rooms(&temp, &objects))
             .unwrap_or_default();
         if !rooms.is_empty() {
             let paths: Vec<String> = rooms.iter().map(|p| p.display().to_string()).collect();
@@ -83,7 +83,7 @@ pub fn run(args: GcArgs) -> Result<u8, CliError> {
             );
         }
     }
-    let orphans = crate::workspace::rooms::sweep_orphans(&std::env::temp_dir());
+    let orphans = crate::workspace::sweep::sweep_orphans(&std::env::temp_dir());
     if !orphans.is_empty() {
         let paths: Vec<String> = orphans.iter().map(|p| p.display().to_string()).collect();
         println!(

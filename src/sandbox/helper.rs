@@ -911,7 +911,7 @@ pub fn remove_cgroup(helper_pid: u32) {
 }
 
 /// Whether a cgroup of that helper was there and is gone now.
-fn remove_cgroup_of(owner: u32, helper_pid: u32) -> bool {
+pub(crate) fn remove_cgroup_of(owner: u32, helper_pid: u32) -> bool {
     let mut removed = false;
     for (dir, procs) in cgroup_dir(owner, helper_pid) {
         for _ in 0..100 {
@@ -937,33 +937,6 @@ fn remove_cgroup_of(owner: u32, helper_pid: u32) -> bool {
         }
     }
     removed
-}
-
-/// Removes the cgroups that helpers of an agent-git now gone left behind, ending any
-/// process still in them; says how many.
-pub fn sweep_cgroups() -> usize {
-    let mut found: Vec<(u32, u32)> = Vec::new();
-    for (dir, prefix) in [
-        ("/sys/fs/cgroup/pids/agent-git", ""),
-        ("/sys/fs/cgroup", "agent-git-"),
-    ] {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        found.extend(entries.flatten().filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let (owner, helper) = name.strip_prefix(prefix)?.split_once('-')?;
-            Some((owner.parse().ok()?, helper.parse().ok()?))
-        }));
-    }
-    found.sort_unstable();
-    found.dedup();
-    let gone = found
-        .into_iter()
-        .filter(|(owner, _)| !Path::new(&format!("/proc/{owner}")).exists());
-    gone.into_iter()
-        .filter(|(owner, helper)| remove_cgroup_of(*owner, *helper))
-        .count()
 }
 
 fn processes_of_this_user() -> u64 {

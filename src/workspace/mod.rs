@@ -18,6 +18,7 @@ pub mod rooms;
 mod restore;
 pub mod sets;
 mod setup;
+pub mod sweep;
 mod tested;
 pub mod trees;
 
@@ -28,7 +29,7 @@ pub use dirty::{snapshot_working_tree, uncommitted};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{
     add_work_tree_here, base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
-    sweep_abandoned_worktrees, tree_files, BaseInfo, SetupError, ADD_WORK_TREE,
+    tree_files, BaseInfo, SetupError, ADD_WORK_TREE,
 };
 pub use tested::{record_tested, recorded, tested, Tested, TESTED_DIR};
 

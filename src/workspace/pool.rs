@@ -34,11 +34,11 @@ fn parent_of(repo: &Repository) -> PathBuf {
     repo.commondir().join("agent-git")
 }
 
-fn path_of(repo: &Repository, k: usize) -> PathBuf {
+pub(super) fn path_of(repo: &Repository, k: usize) -> PathBuf {
     parent_of(repo).join(format!("pool-{k}"))
 }
 
-fn lock_of(repo: &Repository, k: usize) -> PathBuf {
+pub(super) fn lock_of(repo: &Repository, k: usize) -> PathBuf {
     parent_of(repo).join(format!("pool-{k}.lease"))
 }
 
@@ -206,7 +206,7 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
 
 /// Slot `k`'s tree, opened through a link to its git dir written again: a run may have
 /// planted its own, to another repository.
-fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
+pub(super) fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
     let admin = repo.commondir().join("worktrees").join(name_of(k));
     let dot_git = path_of(repo, k).join(".git");
     remove_forcibly(&dot_git).map_err(|e| SetupError::Io(dot_git.clone(), e))?;
@@ -217,7 +217,7 @@ fn open_slot(repo: &Repository, k: usize) -> Result<Repository, SetupError> {
 
 /// How closely a sweep looks at the entries the commit names.
 #[derive(Clone, Copy)]
-enum Look<'i> {
+pub(super) enum Look<'i> {
     /// As a fresh checkout has them, content and all: a file or link whose stat data is not
     /// the index's (or is too recent for it to tell) is read and hashed.
     Content(&'i Recorded<'i>),
@@ -232,7 +232,7 @@ enum Look<'i> {
 /// ignored files and folders whole (links removed, never followed), and changed tracked
 /// files, which the checkout must then write again. Says which of the commit's paths it
 /// removed or found missing.
-fn remove_leftovers(
+pub(super) fn remove_leftovers(
     tree: &Repository,
     root: &Path,
     look: Look<'_>,
@@ -368,7 +368,7 @@ fn umask() -> u32 {
 }
 
 /// Slot `k` without a tree: its work tree unregistered and its folder gone.
-fn clear(repo: &Repository, k: usize) {
+pub(super) fn clear(repo: &Repository, k: usize) {
     if let Ok(worktree) = repo.find_worktree(&name_of(k)) {
         let mut prune = git2::WorktreePruneOptions::new();
         prune.valid(true).locked(true).working_tree(true);
@@ -432,55 +432,4 @@ pub fn discard(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::Wo
     main.find_branch(&branch, BranchType::Local)?.delete()?;
     forget_unreported_branch(&main, &branch);
     Ok(())
-}
-
-/// Hands back the slots whose run died holding them, as `finish` would have (their branch
-/// would stay checked out there, and could be neither resumed nor discarded).
-pub fn release_abandoned(repo: &Repository) {
-    for_each_unheld(repo, |k, _| {
-        if !path_of(repo, k).is_dir() {
-            return;
-        }
-        let Ok(tree) = open_slot(repo, k) else {
-            clear(repo, k);
-            return;
-        };
-        let head = tree.head().ok().and_then(|h| h.target());
-        if let (Ok(false), Some(commit)) = (tree.head_detached(), head) {
-            let path = path_of(repo, k);
-            let emptied = remove_leftovers(&tree, &path, Look::Names).is_ok();
-            if !emptied || tree.set_head_detached(commit).is_err() {
-                clear(repo, k);
-            }
-        }
-    });
-}
-
-/// Calls `f` with each slot that exists and that no run holds, holding it meanwhile.
-fn for_each_unheld(repo: &Repository, mut f: impl FnMut(usize, &Path)) {
-    for k in 1..=SIZE {
-        let lock = lock_of(repo, k);
-        if !lock.is_file() {
-            continue;
-        }
-        if let Ok(Some(_held)) = Lease::hold(&lock) {
-            f(k, &lock);
-        }
-    }
-}
-
-/// Removes every pooled tree no run holds (`agent-git gc`), and says which.
-pub fn empty(repo: &Repository) -> Vec<PathBuf> {
-    let mut emptied = Vec::new();
-    for_each_unheld(repo, |k, lock| {
-        let path = path_of(repo, k);
-        let existed = path.exists();
-        clear(repo, k);
-        // Removed while held: a run that opened it meanwhile finds the lock gone and moves on.
-        let _ = std::fs::remove_file(lock);
-        if existed {
-            emptied.push(path);
-        }
-    });
-    emptied
 }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 pub const PREFIX: &str = "agent-git-room-";
 
 /// How many rooms a repository may have at once (one for each run going at the same time).
-const SLOTS: usize = 8;
+pub(super) const SLOTS: usize = 8;
 
 /// A lasting room's folder, held for this process.
 pub struct Taken {
@@ -39,13 +39,13 @@ fn key_of(objects: &Path) -> String {
 }
 
 /// The name of slot `k` of the rooms of `objects` (a canonical path).
-fn name_of(objects: &Path, k: usize) -> String {
+pub(super) fn name_of(objects: &Path, k: usize) -> String {
     let uid = rustix::process::geteuid().as_raw();
     format!("{PREFIX}{uid}-{}-{k}", key_of(objects))
 }
 
 /// Whether `path` is a folder (not a link) this user owns that nobody else may enter.
-fn is_private_dir(path: &Path) -> bool {
+pub(super) fn is_private_dir(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| {
         m.file_type().is_dir()
             && m.uid() == rustix::process::geteuid().as_raw()
@@ -125,25 +125,10 @@ impl Record {
     }
 }
 
-/// The lasting rooms of `objects` in `temp` that no run holds, removed; their paths.
-pub fn empty(temp: &Path, objects: &Path) -> Vec<PathBuf> {
-    let mut removed = Vec::new();
-    for k in 1..=SLOTS {
-        let root = temp.join(name_of(objects, k));
-        if !is_private_dir(&root) {
-            continue;
-        }
-        if remove_held(temp, &root) {
-            removed.push(root);
-        }
-    }
-    removed
-}
-
 /// Removes the room `root` unless a run holds it: under its lease, it is first moved aside
 /// (a run that comes meanwhile makes a new one in its place, never takes a lease in a folder
 /// being emptied), then removed.
-fn remove_held(temp: &Path, root: &Path) -> bool {
+pub(super) fn remove_held(temp: &Path, root: &Path) -> bool {
     let Ok(Some(_lease)) = Lease::hold(&root.join(crate::leftovers::LEASE)) else {
         return false;
     };
@@ -153,33 +138,6 @@ fn remove_held(temp: &Path, root: &Path) -> bool {
         root.file_name().unwrap_or_default().to_string_lossy()
     ));
     std::fs::rename(root, &aside).is_ok() && crate::leftovers::remove_forcibly(&aside).is_ok()
-}
-
-/// Removes this user's lasting rooms in `temp` whose repository is gone (their object
-/// database no longer exists) and that no run holds.
-pub fn sweep_orphans(temp: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(temp) else {
-        return Vec::new();
-    };
-    let mut removed = Vec::new();
-    for entry in entries.flatten() {
-        let root = entry.path();
-        let named = entry.file_name().to_string_lossy().starts_with(PREFIX);
-        if !named || !is_private_dir(&root) {
-            continue;
-        }
-        let alternates = root.join("git/objects/info/alternates");
-        let objects = std::fs::read_to_string(&alternates).unwrap_or_default();
-        let objects = objects.trim();
-        if objects.is_empty() || Path::new(objects).is_dir() {
-            continue;
-        }
-        if remove_held(temp, &root) {
-            removed.push(root);
-        }
-    }
-    removed.sort();
-    removed
 }
 
 #[cfg(test)]
@@ -217,30 +175,5 @@ mod tests {
         let taken = take(temp.path(), objects).expect("a slot");
         assert_eq!(taken.root, temp.path().join(name_of(objects, 3)));
         assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn rooms_of_a_repository_that_is_gone_are_swept_and_held_ones_stay() {
-        let temp = tempfile::tempdir().unwrap();
-        let repo = tempfile::tempdir().unwrap();
-        let objects = repo.path().join("objects");
-        std::fs::create_dir(&objects).unwrap();
-        let gone = Path::new("/nowhere/.git/objects");
-        let with_alternates = |taken: &Taken, to: &Path| {
-            let info = taken.root.join("git/objects/info");
-            std::fs::create_dir_all(&info).unwrap();
-            std::fs::write(info.join("alternates"), format!("{}\n", to.display())).unwrap();
-        };
-        let live = take(temp.path(), &objects).unwrap();
-        with_alternates(&live, &objects);
-        let orphan = take(temp.path(), gone).unwrap();
-        with_alternates(&orphan, gone);
-        let held_orphan = take(temp.path(), gone).unwrap();
-        with_alternates(&held_orphan, gone);
-        let (live_root, orphan_root) = (live.root.clone(), orphan.root.clone());
-        drop((live, orphan));
-        assert_eq!(sweep_orphans(temp.path()), vec![orphan_root]);
-        assert!(live_root.is_dir() && held_orphan.root.is_dir());
-        assert_eq!(empty(temp.path(), &objects), vec![live_root]);
     }
 }

@@ -287,36 +287,6 @@ pub fn add_work_tree_here(
     Ok(())
 }
 
-/// Removes the work trees that runs now gone left in `repo` (killed, or the machine went
-/// down), and says which runs they were. Their branches stay: they are the user's to review.
-pub fn sweep_abandoned_worktrees(repo: &Repository) -> Vec<String> {
-    let parent = repo.commondir().join("agent-git");
-    let Ok(entries) = std::fs::read_dir(&parent) else {
-        return Vec::new();
-    };
-    let mut swept = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Some(run_id) = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .filter(|n| !super::pool::is_slot_lease(n))
-            .and_then(|n| n.strip_suffix(".lease"))
-        else {
-            continue;
-        };
-        if !crate::leftovers::is_abandoned(&path) {
-            continue;
-        }
-        if super::discard::remove_run_worktree(repo, run_id) {
-            swept.push(run_id.to_string());
-        }
-    }
-    super::pool::release_abandoned(repo);
-    swept.sort();
-    swept
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
