@@ -9,183 +9,15 @@ use super::{remove_entry, WorkspaceError, AGENT_EMAIL, AGENT_NAME as AGENT};
 use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository};
 use std::collections::BTreeSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// Files whose change makes a setup command (an install step) run again.
-const SETUP_INPUTS: &[&str] = &[
-    "package.json",
-    "package-lock.json",
-    "npm-shrinkwrap.json",
-    "yarn.lock",
-    "pnpm-lock.yaml",
-    "pyproject.toml",
-    "setup.py",
-    "setup.cfg",
-    "Pipfile",
-    "Pipfile.lock",
-    "poetry.lock",
-    "uv.lock",
-    "Cargo.toml",
-    "Cargo.lock",
-    "go.mod",
-    "go.sum",
-    "Gemfile",
-    "Gemfile.lock",
-];
+mod cargo_target;
+mod kept_state;
+mod setup_cache;
+mod walk;
 
-/// The tree's entries, each under a keyed hash of its relative path (`TreeWalk::key`): on a
-/// 100,000-file tree a table of paths costs three times the memory, and a test run cannot
-/// choose paths that collide with a key it never sees. Of a file or link a reset asks only
-/// whether it changed, so it keeps a keyed hash of its stat data (16 bytes an entry in all,
-/// not 48); of a folder it keeps the stat data it gives back to a folder a test run changed.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Snapshot {
-    files: std::collections::HashMap<u64, u64>,
-    dirs: std::collections::HashMap<u64, Stamp>,
-}
-
-/// The key of a room's hashes: drawn at random when the room is made, and kept with its
-/// state when it outlasts a run (see `rooms`). What is hashed is written out field by field,
-/// so a hash means the same in every build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Keys(u64, u64);
-
-impl Keys {
-    fn random() -> Keys {
-        use std::hash::BuildHasher;
-        // RandomState is seeded from the system's randomness: what it makes of two constants
-        // is as unpredictable as its seed.
-        let seed = std::collections::hash_map::RandomState::new();
-        Keys(seed.hash_one(0u8), seed.hash_one(1u8))
-    }
-
-    fn hasher(&self) -> siphasher::sip::SipHasher13 {
-        siphasher::sip::SipHasher13::new_with_keys(self.0, self.1)
-    }
-}
-
-/// What a snapshot knows of an entry.
-#[derive(Debug, Clone, Copy)]
-enum Known<'s> {
-    /// A file or link: the keyed hash of its stat data.
-    File(u64),
-    Dir(&'s Stamp),
-}
-
-impl Snapshot {
-    fn get(&self, key: u64) -> Option<Known<'_>> {
-        match self.files.get(&key) {
-            Some(hash) => Some(Known::File(*hash)),
-            None => self.dirs.get(&key).map(Known::Dir),
-        }
-    }
-
-    fn contains(&self, key: u64) -> bool {
-        self.files.contains_key(&key) || self.dirs.contains_key(&key)
-    }
-
-    fn insert(&mut self, walk: &TreeWalk, key: u64, stamp: Stamp) {
-        self.remove(key);
-        if stamp.is_dir() {
-            self.dirs.insert(key, stamp);
-        } else {
-            self.files.insert(key, walk.hash_of(&stamp));
-        }
-    }
-
-    fn remove(&mut self, key: u64) {
-        self.files.remove(&key);
-        self.dirs.remove(&key);
-    }
-
-    fn len(&self) -> usize {
-        self.files.len() + self.dirs.len()
-    }
-}
-
-/// What a walk of the tree calls for each entry: its relative and full path, its stat data,
-/// and the part of the walk's result that the thread which met it keeps.
-type Visit<'v, T> =
-    dyn Fn(&Path, &Path, &std::fs::Metadata, &mut T) -> Result<Walk, WorkspaceError> + Sync + 'v;
-
-/// Whether a walk goes into the directory it just visited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Walk {
-    On,
-    SkipDir,
-}
-
-/// An entry's stat data as a reset compares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Stamp {
-    ino: u64,
-    ctime: i64,
-    mtime: i64,
-    ctime_nsec: u32,
-    mtime_nsec: u32,
-    mode: u32,
-}
-
-impl Stamp {
-    fn of(meta: &std::fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        // The kernel keeps nanoseconds below 10^9: they fit.
-        let nanos = |n: i64| u32::try_from(n).unwrap_or(u32::MAX);
-        Stamp {
-            ino: meta.ino(),
-            ctime: meta.ctime(),
-            mtime: meta.mtime(),
-            ctime_nsec: nanos(meta.ctime_nsec()),
-            mtime_nsec: nanos(meta.mtime_nsec()),
-            mode: meta.mode(),
-        }
-    }
-
-    fn is_dir(&self) -> bool {
-        self.mode & 0o170000 == 0o040000
-    }
-
-    /// Each field in turn, as a hash and the state file take them.
-    fn write_to(&self, out: &mut impl Hasher) {
-        out.write_u64(self.ino);
-        out.write_i64(self.ctime);
-        out.write_i64(self.mtime);
-        out.write_u32(self.ctime_nsec);
-        out.write_u32(self.mtime_nsec);
-        out.write_u32(self.mode);
-    }
-}
-
-/// Gives a directory back the mode and modification time it had, without the extended
-/// attributes a test run may have set on it.
-fn restore_dir(dir: &Path, was: &Stamp) -> Result<(), WorkspaceError> {
-    use std::os::unix::fs::PermissionsExt;
-    let fail = |e: std::io::Error| WorkspaceError::io("restore", dir, e);
-    let xattr = |e: rustix::io::Errno| fail(std::io::Error::from(e));
-    let size = match rustix::fs::llistxattr_query(dir) {
-        Ok(size) => size,
-        Err(rustix::io::Errno::NOTSUP) => 0,
-        Err(e) => return Err(xattr(e)),
-    };
-    let mut buffer = vec![0u8; size];
-    let len = if size == 0 {
-        0
-    } else {
-        rustix::fs::llistxattr(dir, &mut buffer[..]).map_err(xattr)?
-    };
-    for name in buffer[..len].split(|b| *b == 0).filter(|n| !n.is_empty()) {
-        rustix::fs::lremovexattr(dir, std::ffi::OsStr::from_bytes(name)).map_err(xattr)?;
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(was.mode & 0o7777))
-        .map_err(fail)?;
-    let when = std::time::UNIX_EPOCH
-        + std::time::Duration::new(u64::try_from(was.mtime).unwrap_or(0), was.mtime_nsec);
-    std::fs::File::open(dir)
-        .and_then(|d| d.set_modified(when))
-        .map_err(fail)
-}
+use kept_state::KeptState;
+use walk::{Keys, Snapshot, TreeWalk, Undone};
 
 /// Where a room lives, and what becomes of it at the end.
 enum Place {
@@ -225,289 +57,12 @@ pub struct CleanRoom {
     setup_since_reset: bool,
 }
 
-/// Walks the clean room's tree: what undoing a test run and taking a snapshot share, and all a
-/// thread of its own needs for them.
-struct TreeWalk {
-    tree: PathBuf,
-    /// What the setup command made: not walked.
-    skip: BTreeSet<PathBuf>,
-    /// The key of the snapshot's hashes: the clean room's own, drawn at random.
-    keys: Keys,
-}
-
-impl TreeWalk {
-    /// The snapshot's key for the entry at `rel`.
-    fn key(&self, rel: &Path) -> u64 {
-        let mut hasher = self.keys.hasher();
-        hasher.write(rel.as_os_str().as_bytes());
-        hasher.finish()
-    }
-
-    /// The snapshot's keyed hash of a file's stat data: a test run that cannot see the key
-    /// cannot make a change hash as the entry did.
-    fn hash_of(&self, stamp: &Stamp) -> u64 {
-        let mut hasher = self.keys.hasher();
-        stamp.write_to(&mut hasher);
-        hasher.finish()
-    }
-
-    /// Whether an entry's stat data now is what the snapshot knows of it.
-    fn unchanged(&self, known: Known<'_>, now: &Stamp) -> bool {
-        match known {
-            Known::File(hash) => !now.is_dir() && self.hash_of(now) == hash,
-            Known::Dir(was) => was == now,
-        }
-    }
-
-    /// Everything in the tree as the last reset left it: inode, change time, mode and
-    /// modification time of each entry. Any write, chmod, touch, link or extended attribute a
-    /// test run makes moves an entry's change time, which no test run can set back.
-    fn take_snapshot(&self) -> Result<Snapshot, WorkspaceError> {
-        type Part = (Vec<(u64, u64)>, Vec<(u64, Stamp)>);
-        let parts = self.walk(&|rel, _, meta, (files, dirs): &mut Part| {
-            let stamp = Stamp::of(meta);
-            if stamp.is_dir() {
-                dirs.push((self.key(rel), stamp));
-            } else {
-                files.push((self.key(rel), self.hash_of(&stamp)));
-            }
-            Ok(Walk::On)
-        })?;
-        let mut snapshot = Snapshot::default();
-        snapshot
-            .files
-            .reserve(parts.iter().map(|(files, _)| files.len()).sum());
-        for (files, dirs) in parts {
-            snapshot.files.extend(files);
-            snapshot.dirs.extend(dirs);
-        }
-        Ok(snapshot)
-    }
-
-    /// Visits every entry of the tree but what the setup command made, a folder before what
-    /// it holds, links not followed; `visit` (given the relative and the full path, the
-    /// entry's stat data and the part of the result its thread keeps) may skip a directory it
-    /// just removed. Folders are read by several threads at once: on a large tree the stat
-    /// calls are most of the cost, and they wait on the kernel, not on each other.
-    fn walk<T: Default + Send>(&self, visit: &Visit<'_, T>) -> Result<Vec<T>, WorkspaceError> {
-        let meta = std::fs::symlink_metadata(&self.tree)
-            .map_err(|e| WorkspaceError::io("inspect", &self.tree, e))?;
-        let mut first = T::default();
-        if visit(Path::new(""), &self.tree, &meta, &mut first)? != Walk::On {
-            return Ok(vec![first]);
-        }
-        let queue = Queue {
-            state: std::sync::Mutex::new(QueueState {
-                folders: vec![PathBuf::new()],
-                reading: 0,
-                failed: None,
-            }),
-            ready: std::sync::Condvar::new(),
-        };
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let parts: Vec<std::thread::Result<T>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..workers)
-                .map(|_| scope.spawn(|| self.work(&queue, visit)))
-                .collect();
-            threads.into_iter().map(|t| t.join()).collect()
-        });
-        if let Some(e) = queue.lock().failed.take() {
-            return Err(e);
-        }
-        let mut all = vec![first];
-        for part in parts {
-            // A thread that stopped midway left folders unread: nothing may be assumed of them.
-            all.push(part.map_err(|_| {
-                WorkspaceError::Unsafe("the walk of the clean room stopped midway".to_string())
-            })?);
-        }
-        Ok(all)
-    }
-
-    /// One thread of a walk: reads folders from the queue until none is left and none is
-    /// being read (which could add more), or another thread failed.
-    fn work<T: Default>(&self, queue: &Queue, visit: &Visit<'_, T>) -> T {
-        let mut part = T::default();
-        loop {
-            let folder = {
-                let mut state = queue.lock();
-                loop {
-                    if state.failed.is_some() {
-                        return part;
-                    }
-                    if let Some(folder) = state.folders.pop() {
-                        state.reading += 1;
-                        break folder;
-                    }
-                    if state.reading == 0 {
-                        queue.ready.notify_all();
-                        return part;
-                    }
-                    state = queue
-                        .ready
-                        .wait(state)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                }
-            };
-            let found = self.read_folder(&folder, visit, &mut part);
-            let mut state = queue.lock();
-            state.reading -= 1;
-            match found {
-                Ok(folders) => state.folders.extend(folders),
-                Err(e) => {
-                    state.failed.get_or_insert(e);
-                }
-            }
-            queue.ready.notify_all();
-        }
-    }
-
-    /// Visits the entries of the folder `rel` and returns its folders to walk next. Each
-    /// entry's stat data is read relative to its open folder, not by its full path: on a
-    /// large tree, looking up every path from the root again costs more than the stat itself.
-    fn read_folder<T>(
-        &self,
-        rel: &Path,
-        visit: &Visit<'_, T>,
-        part: &mut T,
-    ) -> Result<Vec<PathBuf>, WorkspaceError> {
-        let dir = self.tree.join(rel);
-        let read = |e| WorkspaceError::io("read", &dir, e);
-        let mut folders = Vec::new();
-        for entry in std::fs::read_dir(&dir).map_err(read)? {
-            let entry = entry.map_err(read)?;
-            let child = rel.join(entry.file_name());
-            if self.skip.contains(&child) {
-                continue;
-            }
-            let full = entry.path();
-            let meta = entry
-                .metadata()
-                .map_err(|e| WorkspaceError::io("inspect", &full, e))?;
-            if visit(&child, &full, &meta, part)? == Walk::On && meta.is_dir() {
-                folders.push(child);
-            }
-        }
-        Ok(folders)
-    }
-
-    /// Takes the stat data of `touched` and of every folder above them anew; an entry no longer
-    /// there leaves the snapshot.
-    fn restamp<'p>(
-        &self,
-        snapshot: &mut Snapshot,
-        touched: impl Iterator<Item = &'p PathBuf>,
-    ) -> Result<(), WorkspaceError> {
-        let mut done: BTreeSet<&Path> = BTreeSet::new();
-        for path in touched {
-            for rel in path.ancestors() {
-                if !done.insert(rel) {
-                    break;
-                }
-                let full = entry_path(&self.tree, rel);
-                match std::fs::symlink_metadata(&full) {
-                    Ok(meta) => {
-                        snapshot.insert(self, self.key(rel), Stamp::of(&meta));
-                    }
-                    // Gone, or a file now stands where its folder was.
-                    Err(e)
-                        if e.kind() == std::io::ErrorKind::NotFound
-                            || e.raw_os_error() == Some(libc::ENOTDIR) =>
-                    {
-                        snapshot.remove(self.key(rel));
-                    }
-                    Err(e) => return Err(WorkspaceError::io("inspect", &full, e)),
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Removes whatever a test run added or changed since `snapshot` (a directory whose
-    /// content changed gets its mode, times and extended attributes back, and its entries are
-    /// judged one by one), and says what it did.
-    fn undo_changes_since(&self, snapshot: &Snapshot) -> Result<Undone, WorkspaceError> {
-        let parts = self.walk(&|rel, full, meta, (undone, seen): &mut (Undone, usize)| {
-            let now = Stamp::of(meta);
-            match snapshot.get(self.key(rel)) {
-                Some(known) if self.unchanged(known, &now) => *seen += 1,
-                Some(Known::Dir(was)) if meta.is_dir() => {
-                    *seen += 1;
-                    // What cannot be put back goes whole; the checkout writes it anew.
-                    if restore_dir(full, was).is_err() {
-                        remove_planted(full)?;
-                        undone.lost_known_entries = true;
-                        return Ok(Walk::SkipDir);
-                    }
-                    undone.restored.push(rel.to_path_buf());
-                }
-                known => {
-                    if matches!(known, Some(Known::Dir(_))) {
-                        // What the snapshot knew beneath it is gone too.
-                        undone.lost_known_entries = true;
-                    }
-                    if known.is_some() {
-                        *seen += 1;
-                        undone.removed.push(rel.to_path_buf());
-                    }
-                    remove_planted(full)?;
-                    return Ok(Walk::SkipDir);
-                }
-            }
-            Ok(Walk::On)
-        })?;
-        let mut undone = Undone::default();
-        let mut seen = 0;
-        for (part, part_seen) in parts {
-            undone.removed.extend(part.removed);
-            undone.restored.extend(part.restored);
-            undone.lost_known_entries |= part.lost_known_entries;
-            seen += part_seen;
-        }
-        // An entry of the snapshot the walk did not meet was removed by the test run.
-        undone.lost_known_entries |= seen < snapshot.len();
-        Ok(undone)
-    }
-}
-
-/// The folders a walk has still to read, shared by its threads.
-struct Queue {
-    state: std::sync::Mutex<QueueState>,
-    ready: std::sync::Condvar,
-}
-
-struct QueueState {
-    folders: Vec<PathBuf>,
-    /// Threads reading a folder now: each may add more.
-    reading: usize,
-    failed: Option<WorkspaceError>,
-}
-
-impl Queue {
-    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
 /// The protected entries of each folder's tree already looked at: (folder, tree) to them.
 #[derive(Debug, Default)]
 pub struct ProtectedMemo(std::collections::HashMap<(PathBuf, Oid), std::sync::Arc<Vec<PathBuf>>>);
 
 /// The most folders the memo of protected entries holds.
 const MAX_MEMO: usize = 200_000;
-
-/// What undoing a test run's changes did.
-#[derive(Debug, Default)]
-struct Undone {
-    /// Entries of the tree that were changed and are now removed, to be written anew.
-    removed: Vec<PathBuf>,
-    /// Directories whose mode and times were put back (their own stat data is new).
-    restored: Vec<PathBuf>,
-    /// Entries the snapshot knew that are gone and were not named (a removed directory's).
-    lost_known_entries: bool,
-}
 
 /// The hidden command that checks a whole tree out into a clean room: `agent-git
 /// check-out-room GIT_DIR TREE_DIR TREE_ID`.
@@ -626,102 +181,6 @@ impl Reopened {
             records,
         };
         CleanRoom::assemble(place, taken.lease, self.tree, self.repo, self.kept)
-    }
-}
-
-/// What a lasting room's run knew of it when it let go: the key of its hashes, the tree it
-/// holds and the snapshot of its entries. Written only by agent-git, in the room's own folder,
-/// which the tests cannot see and nobody else can enter.
-struct KeptState {
-    keys: Keys,
-    tree: Oid,
-    snapshot: Snapshot,
-}
-
-/// The first bytes of a room's state file.
-const STATE_MAGIC: &[u8] = b"agent-git clean room state 1\n";
-
-impl KeptState {
-    fn encode(keys: Keys, tree: Oid, snapshot: &Snapshot) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + snapshot.files.len() * 16 + snapshot.dirs.len() * 48);
-        out.extend_from_slice(STATE_MAGIC);
-        for word in [keys.0, keys.1] {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
-        out.extend_from_slice(tree.as_bytes());
-        out.extend_from_slice(&(snapshot.files.len() as u64).to_le_bytes());
-        for (key, hash) in &snapshot.files {
-            out.extend_from_slice(&key.to_le_bytes());
-            out.extend_from_slice(&hash.to_le_bytes());
-        }
-        out.extend_from_slice(&(snapshot.dirs.len() as u64).to_le_bytes());
-        for (key, stamp) in &snapshot.dirs {
-            out.extend_from_slice(&key.to_le_bytes());
-            out.extend_from_slice(&stamp.ino.to_le_bytes());
-            out.extend_from_slice(&stamp.ctime.to_le_bytes());
-            out.extend_from_slice(&stamp.mtime.to_le_bytes());
-            for word in [stamp.ctime_nsec, stamp.mtime_nsec, stamp.mode] {
-                out.extend_from_slice(&word.to_le_bytes());
-            }
-        }
-        out
-    }
-
-    /// The state in `bytes`, if they are one whole.
-    fn decode(bytes: &[u8]) -> Option<KeptState> {
-        let mut input = Reader(bytes.strip_prefix(STATE_MAGIC)?);
-        let keys = Keys(input.u64()?, input.u64()?);
-        let tree = Oid::from_bytes(input.take(20)?).ok()?;
-        let mut snapshot = Snapshot::default();
-        let files = usize::try_from(input.u64()?).ok()?;
-        snapshot.files.reserve(files.min(bytes.len() / 16));
-        for _ in 0..files {
-            snapshot.files.insert(input.u64()?, input.u64()?);
-        }
-        let dirs = usize::try_from(input.u64()?).ok()?;
-        for _ in 0..dirs {
-            let key = input.u64()?;
-            let stamp = Stamp {
-                ino: input.u64()?,
-                ctime: input.i64()?,
-                mtime: input.i64()?,
-                ctime_nsec: input.u32()?,
-                mtime_nsec: input.u32()?,
-                mode: input.u32()?,
-            };
-            snapshot.dirs.insert(key, stamp);
-        }
-        input.0.is_empty().then_some(KeptState {
-            keys,
-            tree,
-            snapshot,
-        })
-    }
-}
-
-/// Reads little-endian numbers off the front of a state file.
-struct Reader<'b>(&'b [u8]);
-
-impl<'b> Reader<'b> {
-    fn take(&mut self, n: usize) -> Option<&'b [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (taken, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(taken)
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn i64(&mut self) -> Option<i64> {
-        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
 }
 
@@ -1282,44 +741,6 @@ impl CleanRoom {
         Ok(found)
     }
 
-    /// The build cache of the test runs (`CARGO_TARGET_DIR`): the harness's, not the model's.
-    pub fn cargo_target(&self) -> PathBuf {
-        self.root().join("cargo-target")
-    }
-
-    /// Where a build cache for one run from scratch goes, beside the shared one.
-    fn fresh_cargo_target_dir(&self) -> PathBuf {
-        self.root().join("cargo-target-fresh")
-    }
-
-    /// An empty build cache beside the shared one, for a run that must not read what earlier
-    /// runs wrote.
-    pub fn fresh_cargo_target(&self) -> Result<PathBuf, WorkspaceError> {
-        let fresh = self.fresh_cargo_target_dir();
-        remove_entry(&fresh)?;
-        std::fs::create_dir(&fresh).map_err(|e| WorkspaceError::io("create", &fresh, e))?;
-        Ok(fresh)
-    }
-
-    /// The fresh cache becomes the shared one (its test run wrote to it as well, so a later
-    /// pass is confirmed again).
-    pub fn adopt_fresh_cache(&mut self) -> Result<(), WorkspaceError> {
-        let shared = self.cargo_target();
-        let fresh = self.fresh_cargo_target_dir();
-        remove_entry(&shared)?;
-        std::fs::rename(&fresh, &shared).map_err(|e| WorkspaceError::io("keep", &fresh, e))?;
-        self.cache_written = true;
-        Ok(())
-    }
-
-    pub fn note_cache_written(&mut self) {
-        self.cache_written = true;
-    }
-
-    pub fn cache_was_written(&self) -> bool {
-        self.cache_written
-    }
-
     /// Fresh, empty private directories for the next test run.
     pub fn run_dirs(&mut self) -> Result<RunDirs, WorkspaceError> {
         self.runs += 1;
@@ -1335,118 +756,16 @@ impl CleanRoom {
         }
         Ok(dirs)
     }
-
-    /// Whether the setup command must run (again) before testing `tree`: it never ran, the
-    /// files it depends on changed, or what it made was changed since.
-    pub fn needs_setup(&mut self, tree: Oid) -> Result<bool, WorkspaceError> {
-        self.settle()?;
-        let Some((inputs, outputs)) = self.setup_state else {
-            return Ok(true);
-        };
-        Ok(inputs != self.setup_inputs(tree)? || outputs != self.outputs_digest()?)
-    }
-
-    /// Removes whatever an earlier setup made, so that it runs from scratch.
-    pub fn clear_setup(&mut self) -> Result<(), WorkspaceError> {
-        self.settle()?;
-        self.setup_since_reset = true;
-        for rel in std::mem::take(&mut self.setup_outputs) {
-            self.remove_in_tree(&rel)?;
-        }
-        self.setup_state = None;
-        self.setup_from = None;
-        Ok(())
-    }
-
-    /// Notes what a setup command that just succeeded made, to keep it across resets.
-    pub fn record_setup(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
-        self.settle()?;
-        self.setup_since_reset = true;
-        let snapshot = self.snapshot.as_ref().ok_or_else(|| {
-            WorkspaceError::Unsafe("the clean room lost track of what it holds".to_string())
-        })?;
-        // What the snapshot of the checkout does not know is the setup's: the top-most new
-        // entries, untracked or ignored alike. Every entry is looked at, earlier outputs too.
-        let walk = TreeWalk {
-            skip: BTreeSet::new(),
-            ..self.tree_walk()
-        };
-        let parts = walk.walk(&|rel, _, _, made: &mut Vec<PathBuf>| {
-            if snapshot.contains(walk.key(rel)) {
-                return Ok(Walk::On);
-            }
-            made.push(rel.to_path_buf());
-            Ok(Walk::SkipDir)
-        })?;
-        self.setup_outputs = parts.into_iter().flatten().collect();
-        self.setup_state = Some((self.setup_inputs(tree)?, self.outputs_digest()?));
-        self.setup_from = Some(tree);
-        Ok(())
-    }
-
-    /// Whether what the setup command made comes from another tree than the one checked out:
-    /// it may depend on files it was not known to read.
-    pub fn setup_is_stale(&self) -> bool {
-        self.setup_from.is_some() && self.setup_from != self.current
-    }
-
-    /// Whether what the setup command made comes from a tree other than `tree`.
-    pub fn setup_is_from_another(&self, tree: Oid) -> bool {
-        self.setup_from.is_some_and(|from| from != tree)
-    }
-
-    /// A digest of the blobs of `tree` that a setup command depends on.
-    fn setup_inputs(&self, tree: Oid) -> Result<u64, WorkspaceError> {
-        let tree = self.repo.find_tree(tree)?;
-        let mut hasher = DefaultHasher::new();
-        super::entries::each_entry(&self.repo, &tree, &mut |dir, entry| {
-            if let Ok(name) = entry.name() {
-                let requirements = (name.starts_with("requirements")
-                    || name.starts_with("constraints"))
-                    && name.ends_with(".txt");
-                if requirements || SETUP_INPUTS.contains(&name) {
-                    (dir, name, entry.id()).hash(&mut hasher);
-                }
-            }
-            true
-        })?;
-        Ok(hasher.finish())
-    }
-
-    /// A digest of the stat data of everything the setup command made: any change to it
-    /// (a test run patching a dependency, say) is seen before the next run.
-    fn outputs_digest(&self) -> Result<u64, WorkspaceError> {
-        let mut hasher = DefaultHasher::new();
-        for rel in &self.setup_outputs {
-            let root = self.tree.join(rel);
-            // One a test run removed (or put a link in place of) makes the setup run again.
-            match std::fs::symlink_metadata(&root) {
-                Ok(meta) if !meta.is_symlink() => {}
-                found => {
-                    (rel, found.is_ok()).hash(&mut hasher);
-                    continue;
-                }
-            }
-            let walk = walkdir::WalkDir::new(root)
-                .follow_links(false)
-                .sort_by_file_name();
-            for entry in walk {
-                let entry = entry?;
-                let meta = entry.metadata()?;
-                (entry.path(), meta.len(), Stamp::of(&meta)).hash(&mut hasher);
-            }
-        }
-        Ok(hasher.finish())
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::kept_state::STATE_MAGIC;
     use super::*;
     use std::os::unix::fs::symlink;
 
     /// A repository with one commit of `files`; returns it and the commit's tree.
-    fn repo_with(dir: &Path, files: &[(&str, &str)]) -> (Repository, Oid) {
+    pub(super) fn repo_with(dir: &Path, files: &[(&str, &str)]) -> (Repository, Oid) {
         let repo = Repository::init(dir).unwrap();
         let mut index = repo.index().unwrap();
         for (path, text) in files {
@@ -1459,12 +778,12 @@ mod tests {
         (repo, tree)
     }
 
-    fn read(room: &CleanRoom, rel: &str) -> String {
+    pub(super) fn read(room: &CleanRoom, rel: &str) -> String {
         std::fs::read_to_string(room.path().join(rel)).unwrap()
     }
 
     /// A commit's tree with `files` written (and `gone` removed) on top of the index.
-    fn commit_files(repo: &Repository, files: &[(&str, &str)], gone: &[&str]) -> Oid {
+    pub(super) fn commit_files(repo: &Repository, files: &[(&str, &str)], gone: &[&str]) -> Oid {
         let dir = repo.workdir().unwrap();
         let mut index = repo.index().unwrap();
         for path in gone {
@@ -1928,40 +1247,6 @@ mod tests {
         assert_eq!(read(&room, "calc.py"), "x = 1\n");
     }
 
-    #[test]
-    fn setup_outputs_survive_resets_until_they_or_their_inputs_change() {
-        let dir = tempfile::tempdir().unwrap();
-        let (repo, tree) = repo_with(
-            dir.path(),
-            &[("package.json", "{}"), (".gitignore", "node_modules/\n")],
-        );
-        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
-        room.reset_to(tree).unwrap();
-        assert!(room.needs_setup(tree).unwrap());
-        let modules = room.path().join("node_modules/dep");
-        std::fs::create_dir_all(&modules).unwrap();
-        std::fs::write(modules.join("index.js"), "module.exports = 1;").unwrap();
-        room.record_setup(tree).unwrap();
-        room.reset_to(tree).unwrap();
-        assert!(modules.join("index.js").exists(), "kept across a reset");
-        assert!(!room.needs_setup(tree).unwrap());
-
-        // A test run that patches a dependency makes the setup run again.
-        std::fs::write(modules.join("index.js"), "module.exports = 2;").unwrap();
-        assert!(room.needs_setup(tree).unwrap());
-        room.clear_setup().unwrap();
-        assert!(!room.path().join("node_modules").exists());
-
-        // So does a change to what it depends on.
-        std::fs::create_dir_all(&modules).unwrap();
-        room.record_setup(tree).unwrap();
-        let mut index = repo.index().unwrap();
-        std::fs::write(dir.path().join("package.json"), "{\"dependencies\": {}}").unwrap();
-        index.add_path(Path::new("package.json")).unwrap();
-        let changed = index.write_tree().unwrap();
-        assert!(room.needs_setup(changed).unwrap());
-    }
-
     /// A run on an overlay leaves the tree as it was: the next reset walks nothing and writes
     /// only what differs; after the setup command ran, what it changed is undone all the same.
     #[test]
@@ -2144,28 +1429,5 @@ mod tests {
             let x = rustix::fs::getxattr(room.path().join("calc.py"), "user.x", &mut [0u8; 8]);
             assert!(x.is_err(), "round {round}");
         }
-    }
-
-    /// What the setup command made becomes a tracked file of the next tree.
-    #[test]
-    fn a_setup_output_that_becomes_tracked_is_not_removed_from_the_tree() {
-        let dir = tempfile::tempdir().unwrap();
-        let (repo, first) = repo_with(dir.path(), &[("calc.py", "x = 1\n")]);
-        let mut room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
-        room.reset_to(first).unwrap();
-        assert!(room.needs_setup(first).unwrap());
-        room.clear_setup().unwrap();
-        std::fs::write(room.path().join("gen.py"), "generated\n").unwrap();
-        room.record_setup(first).unwrap();
-        room.undo_in_background();
-        // The model commits its own gen.py.
-        let second = commit_files(&repo, &[("gen.py", "committed\n")], &[]);
-        room.reset_to(second).unwrap();
-        if room.needs_setup(second).unwrap() {
-            room.clear_setup().unwrap();
-            // This setup makes nothing this time.
-            room.record_setup(second).unwrap();
-        }
-        assert_eq!(read(&room, "gen.py"), "committed\n");
     }
 }
