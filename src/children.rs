@@ -10,8 +10,11 @@ use std::time::{Duration, Instant};
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ended {
+    /// On its own, before the deadline and before any interrupt.
     Exited,
+    /// Stopped because the deadline passed (SIGINT to its group, SIGKILL after `KILL_GRACE`).
     TimedOut,
+    /// Stopped because `interrupt` was set (Ctrl-C passed on to its group).
     Interrupted,
 }
 

@@ -10,7 +10,6 @@ pub mod attempts;
 pub mod brief;
 #[allow(missing_docs)] // not yet documented
 pub mod check;
-#[allow(missing_docs)] // not yet documented
 pub mod children;
 #[allow(missing_docs)] // not yet documented
 pub mod cli;
@@ -35,7 +34,6 @@ pub mod runs;
 #[allow(missing_docs)] // not yet documented
 pub mod sandbox;
 pub mod secrets;
-#[allow(missing_docs)] // not yet documented
 pub mod settings;
 #[allow(missing_docs)] // not yet documented
 pub mod start;

@@ -383,6 +383,7 @@ pub struct Definition {
     pub field: &'static str,
     /// Its flag of `fix`, without the dashes, where it has one.
     pub flag: Option<&'static str>,
+    /// The placeholder for its value in `--help` and the README (`N`, `SECS`).
     pub value_name: &'static str,
     /// The environment variable that sets it, where one does.
     pub env: Option<&'static str>,
