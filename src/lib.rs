@@ -16,7 +16,6 @@ pub mod cli;
 #[allow(missing_docs)] // not yet documented
 pub mod eval;
 pub mod files;
-#[allow(missing_docs)] // not yet documented
 pub mod guard;
 #[allow(missing_docs)] // not yet documented
 pub mod leftovers;

@@ -112,7 +112,9 @@ pub struct Protection {
 /// module there would steal from outside the tree (the standard library, installed packages).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Shadows {
+    /// Relative to the root; the empty path is the root itself.
     pub dirs: Vec<PathBuf>,
+    /// Top-level module names (`json`, `pluggy`), without suffixes.
     pub names: std::collections::BTreeSet<String>,
 }
 
@@ -239,18 +241,25 @@ fn matcher(
 /// Why a path was refused. The messages go back to the model, so they say what to do instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
+    /// The path was empty, or only blanks.
     #[error("refused: an empty path; name a file relative to the repository root")]
     Empty,
+    /// The path, as given, holds a `\0`.
     #[error("refused: {0:?} contains a NUL byte, which no file name can hold")]
     Nul(String),
+    /// The path, as given, starts at `/`.
     #[error("refused: {0} is absolute; use a path relative to the repository root")]
     Absolute(String),
+    /// The path, or a symlink on the way, leaves the work tree.
     #[error("refused: {0} leads outside the repository")]
     Escapes(String),
+    /// The path, or where a symlink on it leads, is in a `.git` directory or file.
     #[error("refused: {0} is inside .git; the agent may not touch git's own files")]
     InsideGit(String),
+    /// A symlink on the path has no target, so where a write would land is unknown.
     #[error("refused: {0} is a symlink that points nowhere")]
     DanglingLink(String),
+    /// A write to a path the protection covers (a test file, the runner's config).
     #[error("refused: {0} is a protected test file; change the code under test instead")]
     Protected(String),
 }
@@ -264,6 +273,8 @@ pub struct Resolved {
     pub real: PathBuf,
 }
 
+/// Checks every path the model names against one work tree and its protection, before a tool
+/// reads or writes it.
 pub struct Guard {
     root: PathBuf,
     protection: Protection,
@@ -278,10 +289,12 @@ impl Guard {
         })
     }
 
+    /// The work tree, canonicalized.
     pub fn root(&self) -> &Path {
         &self.root
     }
 
+    /// The paths writes are refused on.
     pub fn protection(&self) -> &Protection {
         &self.protection
     }
