@@ -7,9 +7,12 @@ pub const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 /// The most of an instructions file the model is shown.
 pub const MAX_INSTRUCTION_BYTES: usize = 16 * 1024;
 
+/// An instructions file as the model is shown it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Instructions {
+    /// Which of `INSTRUCTION_FILES` it is.
     pub file: &'static str,
+    /// Its text, trimmed, at most `MAX_INSTRUCTION_BYTES` and cut on a character boundary.
     pub text: String,
     /// Bytes left out past the cap.
     pub cut: usize,

@@ -33,12 +33,16 @@ const WINDOW_SHARE: u64 = 16;
 
 /// The base commit's files, and what to make of them for the first message.
 pub struct Brief {
+    /// The repository's `AGENTS.md` (or `CLAUDE.md`), capped; None without one.
     pub instructions: Option<Instructions>,
     /// The regular files of the base commit.
     pub files: Lister,
+    /// Reads a file of the base commit, for the instructions, the tests' context and the map.
     pub read: Reader,
     /// The map's budget in tokens; 0 leaves the map out.
     pub map_tokens: usize,
+    /// The most the failing tests' context may take, in bytes: 8000, or less where a small
+    /// context window's share is smaller.
     pub failure_bytes: usize,
 }
 
