@@ -21,7 +21,6 @@ pub mod leftovers;
 pub mod memory;
 #[allow(missing_docs)] // not yet documented
 pub mod model;
-#[allow(missing_docs)] // not yet documented
 pub mod prepare;
 #[allow(missing_docs)] // not yet documented
 pub mod report;
@@ -33,7 +32,6 @@ pub mod runs;
 pub mod sandbox;
 pub mod secrets;
 pub mod settings;
-#[allow(missing_docs)] // not yet documented
 pub mod start;
 #[allow(missing_docs)] // not yet documented
 pub mod testrun;

@@ -9,10 +9,13 @@ use git2::{Oid, Repository};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Why a commit's tests could not be prepared.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
+    /// Reading the commit's tree or files from git failed.
     #[error(transparent)]
     Setup(#[from] SetupError),
+    /// Neither the settings nor detection from the commit's files gave a test command.
     #[error(
         "cannot tell how to run this repository's tests; pass --test-cmd CMD or run \
          `git config agent-git.testCmd CMD`"
@@ -32,7 +35,9 @@ pub fn settings_at(repo: &Repository, commit: Oid, flags: Layer) -> Result<Setti
 
 /// How the tests of a commit are run and what they stand on.
 pub struct TestsAt {
+    /// The command, runner and environment the tests run with.
     pub plan: TestPlan,
+    /// The paths the agent may not change: what the runner reads, and the settings' `protect`.
     pub protection: Protection,
     /// Directories the sandbox leaves writable on the user's request.
     pub allow_write: Vec<PathBuf>,
@@ -318,7 +323,10 @@ fn readable_paths(paths: &[String]) -> Result<Vec<PathBuf>, PrepareError> {
 /// imports from outside a project (its standard library and installed packages).
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PythonFacts {
+    /// Whether `python3 -m pytest` runs.
     pub pytest: bool,
+    /// Top-level module names python3 imports from outside a project; a new module of one of
+    /// these names in the tree is refused (`guard::Shadows`).
     pub modules: Vec<String>,
     /// The installed distributions, lower-case with `_` for `-` and `.`, sorted.
     pub distributions: Vec<String>,

@@ -26,6 +26,7 @@ use std::time::Duration;
 /// What the user asked of a fix run, besides its settings' flags.
 #[derive(Debug, Clone)]
 pub struct FixRequest {
+    /// What the agent is to do, as the user wrote it; the model's first message opens with it.
     pub task: String,
     /// The repository [default: the one containing the current directory].
     pub repo: Option<PathBuf>,
@@ -35,9 +36,14 @@ pub struct FixRequest {
     pub branch: Option<String>,
     /// The settings the flags set.
     pub flags: Layer,
+    /// Leave the run's work tree on its branch afterwards instead of giving it back to the pool.
     pub keep_worktree: bool,
+    /// Where to write the whole conversation as JSON; the tests may not read it.
     pub transcript: Option<PathBuf>,
+    /// Where to save every API request and response, for `--model replay:PATH`; the tests may
+    /// not read it.
     pub record: Option<PathBuf>,
+    /// Ask the model for whole replies instead of streamed ones.
     pub no_stream: bool,
     /// Start from the working tree as it is.
     pub dirty: bool,
@@ -45,7 +51,9 @@ pub struct FixRequest {
     pub no_verify: bool,
     /// The run to go on with.
     pub resume: Option<String>,
+    /// The user asked to answer the model's questions; honoured only with a terminal on stdin.
     pub interactive: bool,
+    /// How commands and tests are confined.
     pub sandbox: crate::sandbox::Mode,
     /// Stop before the model when the base already passes.
     pub if_failing: bool,
