@@ -22,7 +22,6 @@ pub mod memory;
 #[allow(missing_docs)] // not yet documented
 pub mod model;
 pub mod prepare;
-#[allow(missing_docs)] // not yet documented
 pub mod report;
 #[allow(missing_docs)] // not yet documented
 pub mod run;

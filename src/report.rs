@@ -11,23 +11,40 @@ use serde_json::{json, Value};
 const SUBJECT_MAX: usize = 72;
 const TAIL_IN_REPORT: usize = 15;
 
+/// The facts of one finished run, borrowed from it; every rendering of its end is built from
+/// these alone.
 pub struct Report<'a> {
+    /// The `Agent-Run` trailer.
     pub run_id: &'a str,
+    /// As the user wrote it: its first line goes into the subject, the rest indented below.
     pub task: &'a str,
+    /// The model's label (`anthropic:claude-sonnet-4-5`).
     pub model: &'a str,
+    /// The base commit's full id; the review commands show it short.
     pub base: &'a str,
+    /// The base commit's subject line.
     pub base_summary: &'a str,
+    /// Named in the review commands and the trailer only when the outcome keeps the branch.
     pub branch: &'a str,
+    /// How the run ended; it alone decides the subject's "tests pass".
     pub outcome: &'a Outcome,
+    /// Model calls made.
     pub turns: u32,
+    /// The turn budget.
     pub max_turns: u32,
+    /// What was tried, in order.
     pub actions: &'a [Action],
+    /// The last test run, in the clean room.
     pub tests: &'a TestResult,
+    /// The diffstat of the branch against the base.
     pub files: &'a [FileStat],
+    /// Tokens over the whole run.
     pub usage: &'a Usage,
     /// Dollars; None when no price is known for the model.
     pub cost: Option<f64>,
+    /// The cost budget in dollars, if any; named when it was spent.
     pub max_cost: Option<f64>,
+    /// The time budget, if any; named when it was spent.
     pub max_time: Option<std::time::Duration>,
     /// How hard the model was asked to think.
     pub reasoning: crate::model::Reasoning,
