@@ -23,7 +23,6 @@ pub mod memory;
 pub mod model;
 pub mod prepare;
 pub mod report;
-#[allow(missing_docs)] // not yet documented
 pub mod run;
 #[allow(missing_docs)] // not yet documented
 pub mod runs;

@@ -21,22 +21,35 @@ use std::time::Duration;
 
 /// Everything a run needs, checked before its branch exists.
 pub struct RunPlan {
+    /// The user's repository; the run writes to it only through `workspace`.
     pub repo: Repository,
+    /// The commit the branch starts from.
     pub base: BaseInfo,
+    /// The branch to create (or, resuming, the one to go on with).
     pub branch: String,
+    /// Eight hex digits naming the run in its report and trailers.
     pub run_id: String,
+    /// What the agent is to do, as the user wrote it.
     pub task: String,
+    /// The model the loop talks to.
     pub model: Box<dyn Model>,
+    /// The paths the agent may not change, refused by the tools and again at every commit.
     pub protection: Protection,
+    /// How the tests are run in the clean room.
     pub tests: TestPlan,
+    /// Turns, cost and time the run may take.
     pub budget: Budget,
+    /// The system prompt.
     pub system: String,
     /// What the first message holds besides the task and the first test result.
     pub brief: crate::brief::Brief,
+    /// Leave the work tree on the branch afterwards instead of giving it back to the pool.
     pub keep_worktree: bool,
+    /// Where to write the whole conversation as JSON, when asked.
     pub transcript: Option<PathBuf>,
     /// Files of the run the tests must not read (the recording of the model's replies).
     pub private_files: Vec<PathBuf>,
+    /// How commands and tests are confined.
     pub sandbox: Mode,
     /// Directories the sandbox leaves writable on the user's request.
     pub allow_write: Vec<PathBuf>,
@@ -133,15 +146,20 @@ enum Held {
     OtherPlan,
 }
 
+/// A run that got as far as its report.
 pub struct Finished {
+    /// How it ended; the exit code follows from it.
     pub outcome: Outcome,
     /// The report, as committed and as printed.
     pub message: String,
+    /// The `--json` object.
     pub json: Value,
 }
 
+/// Why a run ended without a report.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// git failed, or the branch or its work tree could not be made.
     #[error(transparent)]
     Setup(#[from] SetupError),
     /// The tests could not be planned again with what python3 answered.
