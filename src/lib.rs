@@ -34,7 +34,6 @@ pub mod start;
 #[allow(missing_docs)] // not yet documented
 pub mod testrun;
 pub mod text;
-#[allow(missing_docs)] // not yet documented
 pub mod tools;
 #[allow(missing_docs)] // not yet documented
 pub mod verify;

@@ -25,6 +25,7 @@ const PAGE_ENTRIES: usize = 500;
 /// The most bytes on one page: long names make a shorter page, never a larger one.
 const PAGE_BYTES: usize = 32 * 1024;
 
+/// The list_files tool. It keeps the file counts of the trees it has listed for the run.
 #[derive(Default)]
 pub struct ListFiles {
     counts: FileCounts,
@@ -41,6 +42,7 @@ impl FileCounts {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
+    /// Whether no tree is remembered yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

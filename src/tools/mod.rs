@@ -24,6 +24,7 @@ use std::sync::atomic::AtomicBool;
 
 /// Everything a tool may use during one call.
 pub struct ToolContext<'a> {
+    /// Checks every path the call names before it is read or written.
     pub guard: &'a Guard,
     /// The run's work tree and branch, where every accepted change is committed.
     pub workspace: &'a Workspace,
@@ -72,15 +73,20 @@ fn rejected_by_hook(hook: &str, output: &str) -> ToolOutcome {
 /// The result of a call as the model sees it, and as the report lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutcome {
+    /// The text the model is sent as the call's result.
     pub content: String,
+    /// The call failed or was refused; the model is told so (`is_error` in the tool result).
     pub is_error: bool,
     /// A few words for the report's "what was tried": `commit 1a2b3c4`, `refused: protected`.
     pub summary: String,
+    /// The commit the call made on the run's branch, if it changed files.
     pub commit: Option<Oid>,
+    /// The test run the call made (run_tests), if any.
     pub tests: Option<Box<TestResult>>,
 }
 
 impl ToolOutcome {
+    /// A call that did what it was asked; no commit, no test run.
     pub fn ok(content: impl Into<String>, summary: impl Into<String>) -> Self {
         ToolOutcome {
             content: content.into(),
@@ -91,6 +97,7 @@ impl ToolOutcome {
         }
     }
 
+    /// A call that failed or was refused: `content` tells the model what to do instead.
     pub fn error(content: impl Into<String>, summary: impl Into<String>) -> Self {
         ToolOutcome {
             is_error: true,
@@ -102,8 +109,10 @@ impl ToolOutcome {
 /// Errors that end the run: the harness itself failed, not the model's request.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolFatal {
+    /// Committing to or reading the run's branch failed.
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
+    /// The tests could not be run in the clean room.
     #[error(transparent)]
     Verify(#[from] VerifyError),
 }
@@ -138,13 +147,17 @@ impl From<VerifyError> for ToolError {
     }
 }
 
+/// One tool the model may call, by the name in its spec.
 pub trait Tool: Send + Sync {
+    /// The name, description and JSON schema of the input the model is shown.
     fn spec(&self) -> ToolSpec;
     /// How the report names a call, e.g. `edit calc.py`.
     fn label(&self, input: &Value) -> String;
+    /// Does the call. `input` is the model's JSON object, not yet checked.
     fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError>;
 }
 
+/// The tools of a run, found by name.
 pub struct Registry {
     tools: Vec<Box<dyn Tool>>,
     /// The tools' names, in order: read once, since a spec builds its whole JSON schema.
@@ -152,6 +165,7 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// Every built-in tool, in the order the model is shown them.
     pub fn builtin() -> Self {
         Self::new(vec![
             Box::new(list::ListFiles::default()),
@@ -171,6 +185,7 @@ impl Registry {
         Registry { tools, names }
     }
 
+    /// What the model is told of each tool, in order.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.tools.iter().map(|t| t.spec()).collect()
     }
@@ -180,6 +195,7 @@ impl Registry {
         Some(self.tools[index].as_ref())
     }
 
+    /// How the report names a call; an unknown tool's name as it came.
     pub fn label(&self, name: &str, input: &Value) -> String {
         match self.find(name) {
             Some(tool) => tool.label(input),

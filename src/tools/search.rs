@@ -18,6 +18,8 @@ const MAX_MATCHES: usize = 200;
 const MAX_MATCH_LINE: usize = 300;
 const MAX_SEARCHED_FILE: u64 = 1024 * 1024;
 
+/// The search tool: a regular expression over the work tree's files, skipping ignored files,
+/// binary ones and those over 1 MiB.
 pub struct Search;
 
 #[derive(Deserialize)]
