@@ -2,7 +2,6 @@
 
 #![warn(missing_docs)]
 
-#[allow(missing_docs)] // not yet documented
 pub mod agent;
 #[allow(missing_docs)] // not yet documented
 pub mod attempts;

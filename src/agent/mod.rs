@@ -19,18 +19,23 @@ use std::time::Duration;
 /// How a run ended. The names are public: they appear in reports, trailers and `--json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
+    /// The final test run, in the clean room, passed every test of the inventory.
     Passed,
     /// The tests passed before any change and the run was asked to stop then (`--if-failing`).
     AlreadyPassing,
+    /// The turn budget (`--max-turns`) was spent with tests still failing.
     TurnLimit,
+    /// The cost budget (`--max-cost`) was spent with tests still failing.
     CostLimit,
     /// The run's time (`--max-time`) was spent.
     TimeLimit,
     /// The same tool call kept giving the same result.
     Stuck,
+    /// The model's API failed (after the retries it allows); the text is the error.
     ModelError(String),
     /// The model declined the task.
     Refused(String),
+    /// Ctrl-C or SIGTERM stopped the run.
     Interrupted,
     /// The harness itself failed (git, the test command could not start): not the model's doing.
     HarnessError(String),
@@ -39,6 +44,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome's public name (`passed`, `turn-limit`), as reports and `--json` spell it.
     pub fn name(&self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
@@ -101,41 +107,56 @@ impl Outcome {
 /// One line of the report's "what was tried".
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Action {
+    /// The model call (counted from 1) the action belongs to.
     pub turn: u32,
+    /// The tool call as the report names it (`edit calc.py`), or a step of the harness.
     pub label: String,
+    /// A few words on how it went (`commit 1a2b3c4`, `refused: protected`).
     pub result: String,
 }
 
+/// What a run may spend before it stops, and reports so.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
+    /// Model calls.
     pub max_turns: u32,
     /// The longest one run_command may take.
     pub max_command_secs: u64,
     /// Dollars; needs a price to mean anything.
     pub max_cost: Option<f64>,
+    /// What the model's tokens cost; None when not known, and then no cost is stated.
     pub price: Option<Price>,
     /// Tokens; when a request nears it, old tool results are dropped.
     pub context_window: Option<u64>,
     /// The run's time, and when it is up: no model call starts after it, one under way is
     /// cut at it, and no command may run past it.
     pub max_time: Option<Duration>,
+    /// `max_time` after the run started.
     pub deadline: Option<std::time::Instant>,
 }
 
 impl Budget {
+    /// Dollars for `usage`; None without a price.
     pub fn cost(&self, usage: &Usage) -> Option<f64> {
         self.price.map(|p| p.cost(usage))
     }
 }
 
+/// What the loop leaves for the report.
 pub struct RunResult {
+    /// How the run ended.
     pub outcome: Outcome,
+    /// Model calls made.
     pub turns: u32,
+    /// What was tried, in order.
     pub actions: Vec<Action>,
+    /// The commits made on the branch, oldest first.
     pub commits: Vec<Oid>,
     /// The last test result: the one the report states.
     pub tests: TestResult,
+    /// The whole conversation, for the transcript and a later `--resume`.
     pub messages: Vec<Message>,
+    /// Tokens over all model calls.
     pub usage: Usage,
     /// For a `passed` run whose conversation ended otherwise (a budget, a model error): how it
     /// ended. The final test run passed with every test of the inventory.
@@ -143,6 +164,7 @@ pub struct RunResult {
     /// Time spent waiting for the model, and in confined processes (tests, commands, hooks):
     /// the rest of a run's time is the harness's own.
     pub model_time: Duration,
+    /// Time spent in confined processes (tests, commands, hooks).
     pub process_time: Duration,
     /// Which of a passed run's changes its tests require.
     pub proof: crate::verify::Proof,
@@ -170,18 +192,27 @@ impl RunResult {
     }
 }
 
+/// One run's loop and what it works with.
 pub struct Agent<'a> {
+    /// The model asked for each turn.
     pub model: &'a mut dyn Model,
+    /// The tools the model may call.
     pub registry: &'a Registry,
+    /// Checks the paths the tools are given.
     pub guard: &'a crate::guard::Guard,
+    /// Runs the tests when the model ends its turn (and for run_tests); its word alone is a pass.
     pub verifier: &'a Verifier<'a>,
+    /// The system prompt.
     pub system: &'a str,
+    /// What the first message holds besides the task and the first test result.
     pub brief: &'a crate::brief::Brief,
     /// Asks the person who started the run (ask_user); None when nobody is there.
     pub ask: &'a dyn Fn(&str) -> Option<String>,
     /// Agent commits run the repository's commit hooks.
     pub run_hooks: bool,
+    /// Checked before every model call.
     pub budget: Budget,
+    /// Set by Ctrl-C or SIGTERM: the run ends `interrupted`, a model call under way cut off.
     pub interrupt: &'a AtomicBool,
     /// Progress lines (one per tool call) go here; the CLI sends them to stderr.
     pub progress: &'a mut dyn FnMut(&str),

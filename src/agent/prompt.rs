@@ -1,6 +1,8 @@
 //! The default system prompt, kept in one place. The rules it states are enforced by code;
 //! the prompt only saves the model from learning them by refusal.
 
+/// What the model is told of its job and the harness's rules, sent as the system part of every
+/// request.
 pub const SYSTEM_PROMPT: &str = "\
 You are agent-git, a careful software engineer working in a git repository whose tests fail. \
 You work on a branch of your own; the user reviews your work as ordinary commits.
