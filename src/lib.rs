@@ -34,7 +34,6 @@ pub mod start;
 pub mod testrun;
 pub mod text;
 pub mod tools;
-#[allow(missing_docs)] // not yet documented
 pub mod verify;
 #[allow(missing_docs)] // not yet documented
 pub mod workspace;

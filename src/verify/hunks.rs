@@ -9,11 +9,13 @@ use std::rc::Rc;
 /// One change that can be left out alone.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Change {
+    /// The file's path in the tree, relative to its root.
     pub file: String,
     /// The hunk's header (`@@ -3,2 +3,3 @@ def add`), or what happened to the file.
     pub header: String,
-    /// Lines added and removed.
+    /// Lines added.
     pub added: usize,
+    /// Lines removed.
     pub removed: usize,
     #[serde(skip)]
     delta: usize,

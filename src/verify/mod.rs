@@ -19,13 +19,18 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+/// Why the tests could not be run at all (a failing test is a result, not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum VerifyError {
+    /// The clean room could not be made from the tree, or git failed.
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
+    /// The sandbox could not start the test command.
     #[error("cannot start `{command}`: {source}")]
     Start {
+        /// The plan's label for the command.
         command: String,
+        /// What the sandbox's start failed with.
         source: std::io::Error,
     },
 }
@@ -33,7 +38,9 @@ pub enum VerifyError {
 /// What the tests may not read besides the run's own work tree and files: the user's checkout,
 /// and files of the run such as the recording of the model's replies.
 pub struct Unreadable<'p> {
+    /// The user's checkout; None for a bare repository.
     pub user_workdir: Option<&'p Path>,
+    /// The run's files that are not the tests' business (the transcript, the recording).
     pub private_files: &'p [PathBuf],
 }
 
@@ -133,9 +140,13 @@ pub type Waiting<'a> = &'a dyn Fn(&str, Duration);
 /// The judge of a run: tests the run's branch in the clean room, the run before any change
 /// taking the inventory that every later run is held to.
 pub struct Verifier<'a> {
+    /// The run's work tree and branch; its committed tree is what is tested.
     pub workspace: &'a Workspace,
+    /// How the tests are run.
     pub plan: &'a TestPlan,
+    /// Confines the test command (and, through the tools, the model's commands).
     pub sandbox: &'a Sandbox,
+    /// Set when the run is interrupted: a test run under way is stopped.
     pub interrupt: &'a AtomicBool,
     tester: TreeTester<'a>,
     inventory: RefCell<Option<Inventory>>,
@@ -156,7 +167,9 @@ pub struct Verifier<'a> {
 pub struct ProveLimits {
     /// Forced on or off by the user; None decides by the bounds below.
     pub asked: Option<bool>,
+    /// More changes than this are not proven (each costs a test run); 8 by default.
     pub max_changes: usize,
+    /// A test run of the branch longer than this is not repeated per change; 30 s by default.
     pub max_test_run: Duration,
 }
 
@@ -178,14 +191,19 @@ pub enum Proof {
     #[default]
     NotRun,
     /// Not tried, for the reason given.
-    Skipped { why: String },
+    Skipped {
+        /// Why, in the words the report shows.
+        why: String,
+    },
     /// Each change left out alone and the tests run again.
     Proven {
         /// The tree the changes lead to (the branch as the tests judged it).
         tree: String,
+        /// Each change, in the order of the diff.
         changes: Vec<Proven>,
-        /// The time the proof took, and one test run of the branch for comparison.
+        /// The time the proof took, in seconds.
         secs: f64,
+        /// One test run of the branch, in seconds, to compare `secs` with.
         one_test_run_secs: f64,
     },
 }
@@ -193,6 +211,7 @@ pub enum Proof {
 /// One change and whether the tests need it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Proven {
+    /// Where the change is and its size.
     #[serde(flatten)]
     pub change: hunks::Change,
     /// False when every test still passes without it.
@@ -420,20 +439,25 @@ impl<'a> Verifier<'a> {
 
 /// What a clean-room test run is made of: the plan, what it must not change, where it runs.
 pub struct TestSetup<'a> {
+    /// The protected paths, put back as the base has them before every run.
     pub protection: &'a Protection,
+    /// How the tests are run.
     pub plan: &'a TestPlan,
+    /// Confines the test command.
     pub sandbox: &'a Sandbox,
+    /// Set when the run is interrupted: a test run under way is stopped.
     pub interrupt: &'a AtomicBool,
+    /// Hears how long a test run has been going.
     pub waiting: Waiting<'a>,
 }
 
-/// Tests trees in one clean room: a tree's files (tracked only), outside the user's checkout,
-/// with a fresh HOME and TMPDIR, confined by the sandbox. The verifier tests a run's branch
-/// with it; `agent-git check` a pushed commit.
 /// What an archived tree is made from: the tree, the commit it is archived as, and the values
 /// export-subst writes.
 type ArchiveKey = (git2::Oid, Option<git2::Oid>, Values);
 
+/// Tests trees in one clean room: a tree's files (tracked only), outside the user's checkout,
+/// with a fresh HOME and TMPDIR, confined by the sandbox. The verifier tests a run's branch
+/// with it; `agent-git check` a pushed commit.
 pub struct TreeTester<'a> {
     setup: TestSetup<'a>,
     room: RefCell<CleanRoom>,
