@@ -161,8 +161,8 @@ pub struct RunResult {
     /// For a `passed` run whose conversation ended otherwise (a budget, a model error): how it
     /// ended. The final test run passed with every test of the inventory.
     pub ended_early: Option<String>,
-    /// Time spent waiting for the model, and in confined processes (tests, commands, hooks):
-    /// the rest of a run's time is the harness's own.
+    /// Time spent waiting for the model. What neither it nor `process_time` counts of a run's
+    /// time is the harness's own.
     pub model_time: Duration,
     /// Time spent in confined processes (tests, commands, hooks).
     pub process_time: Duration,
