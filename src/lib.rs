@@ -30,7 +30,6 @@ pub mod sandbox;
 pub mod secrets;
 pub mod settings;
 pub mod start;
-#[allow(missing_docs)] // not yet documented
 pub mod testrun;
 pub mod text;
 pub mod tools;

@@ -13,8 +13,11 @@ use std::sync::OnceLock;
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
+    /// Ran and passed (pytest's XPASS too).
     Passed,
+    /// Ran and failed, or errored inside the test.
     Failed,
+    /// Skipped by the runner (pytest's XFAIL too).
     Skipped,
     /// A whole file or module could not be collected or imported: its tests are unknown.
     Error,
@@ -23,20 +26,26 @@ pub enum Status {
 /// One test, named as its runner names it (stable from run to run of the same tests).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Case {
+    /// The runner's id for it (`tests/test_calc.py::test_add`, `calc::tests::add`).
     pub name: String,
+    /// How it ended in this run.
     pub status: Status,
 }
 
 /// The runners whose test names agent-git can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runner {
+    /// `pytest`, however it is started.
     Pytest,
     /// `python -m unittest -v` style output.
     Unittest,
     /// agent-git's own Python runner (it writes a JSON results file).
     BuiltinPython,
+    /// `cargo test` or `cargo nextest`.
     Cargo,
+    /// `go test`.
     Go,
+    /// `node --test`.
     Node,
     /// Unknown: every output parser is tried.
     Other,

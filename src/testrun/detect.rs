@@ -4,11 +4,14 @@
 
 use super::{Runner, TestCommand, TestResult};
 
+/// A test command found from a tree's files, before it becomes a `TestPlan`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Detected {
+    /// What runs.
     pub command: TestCommand,
     /// How reports name the command.
     pub label: String,
+    /// Whose output the results are read from.
     pub runner: Runner,
     /// Where the command came from, for the user.
     pub source: String,

@@ -28,6 +28,8 @@ fn function_of(name: &str) -> Option<String> {
         .map(|(function, _)| function.to_string())
 }
 
+/// The tests that existed before any change, by name (else by count): every later run must
+/// run them all and pass them for `passed`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inventory {
     tests: BTreeMap<String, Status>,
@@ -71,6 +73,7 @@ impl Inventory {
         }
     }
 
+    /// Whether it holds no test.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

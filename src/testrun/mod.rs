@@ -31,16 +31,22 @@ pub enum TestCommand {
     /// A shell command, run with `sh -c` in the tree under test.
     Shell(String),
     /// agent-git's own Python runner; with `unittest`, unittest's discovery and loader.
-    BuiltinPython { unittest: bool },
+    BuiltinPython {
+        /// Collect with unittest's discovery and loader rather than the runner's own.
+        unittest: bool,
+    },
 }
 
 /// The test command of a run, and how to read what it prints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestPlan {
+    /// What runs.
     pub command: TestCommand,
     /// How reports name the command.
     pub label: String,
+    /// The longest one test run may take; it is killed then and reported as timed out.
     pub timeout: Duration,
+    /// Whose output the results are read from.
     pub runner: Runner,
     /// An install step (`npm ci`, ...) run in the clean room before the tests, again only when
     /// the files it depends on change.
@@ -77,6 +83,7 @@ impl TestPlan {
         }
     }
 
+    /// A command detection found in the tree, with its runner.
     pub fn from_detected(detected: Detected, timeout: Duration) -> Self {
         TestPlan {
             label: detected.label,
@@ -165,23 +172,32 @@ impl Checked {
 /// How a test process ended, as the sandbox saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ended {
+    /// None when a signal ended it.
     pub exit_code: Option<i32>,
+    /// It was killed at the plan's timeout.
     pub timed_out: bool,
+    /// It was stopped because the run was interrupted.
     pub interrupted: bool,
 }
 
+/// One test run, held to the inventory: the verdict and what the report says of it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TestResult {
+    /// The plan's label for the command.
     pub command: String,
     /// False when the command could not be run at all (the harness failed, not the code).
     pub ran: bool,
     /// The verdict: the command succeeded and every test of the inventory ran and passed.
     pub passed: bool,
+    /// None when a signal ended it, or it did not run.
     pub exit_code: Option<i32>,
-    /// Set when the run was killed at its time limit.
+    /// Set when the run was killed at its time limit: the limit, in seconds.
     pub timed_out_after: Option<u64>,
+    /// Stopped because the run was interrupted.
     pub interrupted: bool,
+    /// What the output counted; None when it counted nothing agent-git can read.
     pub counts: Option<Counts>,
+    /// The failing tests the output named, each once.
     pub failing: Vec<Failure>,
     /// Every test the runner named, with how it ended; None when no names could be read.
     #[serde(skip)]
@@ -367,6 +383,7 @@ impl TestResult {
 }
 
 impl Status {
+    /// Failed, or could not be collected.
     pub fn is_failure(self) -> bool {
         matches!(self, Status::Failed | Status::Error)
     }

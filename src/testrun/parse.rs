@@ -4,23 +4,32 @@
 use regex::Regex;
 use std::sync::OnceLock;
 
+/// A failing test as the output named it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Failure {
+    /// The runner's name for it.
     pub name: String,
     /// The first line that says why, when the runner printed one.
     pub detail: Option<String>,
 }
 
+/// How many tests a run's output counted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Counts {
+    /// Tests that passed.
     pub passed: u32,
+    /// Tests that failed or errored.
     pub failed: u32,
+    /// Tests skipped.
     pub skipped: u32,
 }
 
+/// What the output parsers read from a test run's output.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Parsed {
+    /// The first counts a parser found; None when none did.
     pub counts: Option<Counts>,
+    /// The failing tests every parser named, each name once, in order.
     pub failing: Vec<Failure>,
 }
 
@@ -124,6 +133,8 @@ pub fn node_dot_counts(output: &str) -> Option<Counts> {
     })
 }
 
+/// Reads counts and failing tests from output of any runner: each parser (cargo, pytest,
+/// unittest, go, node) is tried in turn.
 pub fn parse_output(output: &str) -> Parsed {
     let lines: Vec<&str> = output.lines().collect();
     let mut parsed = Parsed::default();
