@@ -25,7 +25,6 @@ pub mod report;
 pub mod run;
 #[allow(missing_docs)] // not yet documented
 pub mod runs;
-#[allow(missing_docs)] // not yet documented
 pub mod sandbox;
 pub mod secrets;
 pub mod settings;

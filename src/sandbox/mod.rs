@@ -4,6 +4,7 @@
 //! and a private temp dir (Landlock), then runs the command as init of a new PID namespace, so
 //! that killing it ends every process it started.
 
+#[allow(missing_docs)] // being restructured; documented after
 pub mod helper;
 mod process;
 
@@ -219,8 +220,11 @@ const MOVED_SECRETS: &[(&str, &str)] = &[
 /// one does. Relative to CARGO_HOME (by default `~/.cargo`).
 const CARGO_CONFIGS: &[&str] = &["config", "config.toml"];
 
+/// Whether the model's commands and the tests are confined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// Confined as far as the machine allows; a model's command runs only where network and
+    /// filesystem confinement both hold.
     On,
     /// The user asked for no confinement; reports say so.
     Off,
@@ -229,8 +233,11 @@ pub enum Mode {
 /// Resource limits of one sandboxed command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// The most processes the command may have at once; 512 by default.
     pub processes: u64,
+    /// The largest file it may write; 1 GiB by default.
     pub file_size_bytes: u64,
+    /// CPU seconds each process may use; 600 by default.
     pub cpu_seconds: u64,
     /// Wall-clock seconds after which the helper ends the command itself, a backstop to
     /// agent-git's own timeout.
@@ -251,7 +258,9 @@ impl Default for Limits {
 /// Which layers the helper enforces here; found by a probe at the start of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layers {
+    /// No network but a loopback of the command's own; Err says why not.
     pub network: Result<(), String>,
+    /// Writes only in the writable dirs, hidden paths unreadable (Landlock); Err says why not.
     pub filesystem: Result<(), String>,
     /// Everything but the writable dirs read-only (a mount namespace): metadata too.
     pub read_only: Result<(), String>,
@@ -259,6 +268,7 @@ pub struct Layers {
     pub home: Result<(), String>,
     /// A /proc of the command's own: no other process's environment or command line.
     pub proc: Result<(), String>,
+    /// The process limit held; Ok says how (`cgroup`), Err why not.
     pub processes: Result<String, String>,
 }
 
@@ -285,11 +295,14 @@ impl Layers {
 /// whole environment it sees.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Jail {
+    /// Where the command starts.
     pub cwd: PathBuf,
+    /// Directories the command may write; everything else is read-only where the layers hold.
     pub writable: Vec<PathBuf>,
     /// Absolute, canonical paths the command may not read (the user's checkout, the model's
     /// work tree and files), but for the `shown` paths inside them (a venv, say).
     pub hidden: Vec<PathBuf>,
+    /// Paths inside `hidden` ones the command may read all the same.
     pub shown: Vec<PathBuf>,
     /// Paths inside the writable dirs that stay read-only (the tests, in the clean room).
     pub read_only: Vec<PathBuf>,
@@ -301,9 +314,12 @@ pub struct Jail {
     pub home_overlay: Option<helper::HomeOverlay>,
     /// For a test run: the clean room's tree under an overlay, where the sandbox can.
     pub tree_overlay: Option<helper::TreeOverlay>,
+    /// The whole environment, as names and values: the command inherits nothing else.
     pub env: Vec<(String, String)>,
 }
 
+/// Starts a run's confined commands: knows the layers this machine enforces, the helper that
+/// enforces them, and the run's private dirs (removed when it is dropped).
 pub struct Sandbox {
     mode: Mode,
     /// The agent-git binary whose `sandbox-exec` confines each command.
@@ -945,7 +961,6 @@ impl Sandbox {
         jail
     }
 
-    /// `sh -c shell` in the jail, confined as far as this machine allows.
     /// `agent-git sandbox-exec --policy-file FILE`: the policy written whole to a file of this
     /// sandbox's private dir (out of every command's reach), which the helper reads and
     /// removes. A file, not an argument: a long list of hidden paths outgrows an argument.
@@ -961,6 +976,7 @@ impl Sandbox {
         Ok(command)
     }
 
+    /// `sh -c shell` in the jail, confined as far as this machine allows.
     pub fn command(&self, jail: &Jail, shell: &str, limits: &Limits) -> std::io::Result<Command> {
         let (mut command, env) = match &self.layers {
             None => {

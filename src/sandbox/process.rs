@@ -16,14 +16,18 @@ const WAKE: Duration = Duration::from_millis(100);
 /// Where the kernel has no pidfds (before Linux 5.3), how often the exit is looked for.
 const FALLBACK_POLL: Duration = Duration::from_millis(20);
 
+/// One command's run, before any test output is read from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRun {
     /// stdout and stderr, interleaved as written.
     pub output: String,
     /// The process that ran (the shell, or the sandbox helper).
     pub pid: u32,
+    /// None when a signal ended it.
     pub exit_code: Option<i32>,
+    /// Killed at its timeout.
     pub timed_out: bool,
+    /// Stopped because the run was interrupted.
     pub interrupted: bool,
 }
 
