@@ -6,7 +6,6 @@ pub mod agent;
 #[allow(missing_docs)] // not yet documented
 pub mod attempts;
 pub mod brief;
-#[allow(missing_docs)] // not yet documented
 pub mod check;
 pub mod children;
 #[allow(missing_docs)] // not yet documented

@@ -10,8 +10,11 @@ use std::process::{Command, Stdio};
 /// A fix run that was started: its branch (not there until the run makes it) and its log.
 #[derive(Debug, Clone)]
 pub struct StartedFix {
+    /// The failing commit the run starts from.
     pub commit: Oid,
+    /// The branch the run is told to make.
     pub branch: String,
+    /// The file under the git dir (`agent-git/logs`) the run's stdout and stderr go to.
     pub log: PathBuf,
 }
 

@@ -25,6 +25,7 @@ pub enum DryVerdict {
 }
 
 impl DryVerdict {
+    /// As `--json` spells it: `fails`, `passes`, `cannot-run`.
     pub fn name(self) -> &'static str {
         match self {
             DryVerdict::Fails => "fails",
@@ -33,6 +34,7 @@ impl DryVerdict {
         }
     }
 
+    /// The exit code of `agent-git tests`: 0 when a fix run has work, as each variant says.
     pub fn exit_code(self) -> u8 {
         match self {
             DryVerdict::Fails => 0,
@@ -50,7 +52,9 @@ impl DryVerdict {
 
 /// What `agent-git tests` found: the `--json` object, and its verdict.
 pub struct DryRun {
+    /// Whether a fix run would have work.
     pub verdict: DryVerdict,
+    /// The `--json` object.
     pub json: Value,
 }
 

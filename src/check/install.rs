@@ -15,6 +15,7 @@ const MARKER: &str = "# agent-git-hook: pre-push";
 /// Where the hook that was there before waits; git itself never runs a file of this name.
 pub const CHAINED: &str = "pre-push.agent-git-chained";
 
+/// What installing the pre-push hook did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Installed {
     /// There was no pre-push hook.
@@ -23,14 +24,18 @@ pub enum Installed {
     Chained,
     /// An older version of agent-git's hook was replaced.
     Updated,
+    /// This version's hook was there already; nothing changed.
     AlreadyInstalled,
 }
 
+/// What removing the pre-push hook did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Uninstalled {
+    /// agent-git's hook is gone; no hook was kept from before it.
     Removed,
     /// The hook that was there before is back.
     Restored,
+    /// The pre-push hook is not agent-git's, or there is none; nothing changed.
     NotInstalled,
 }
 

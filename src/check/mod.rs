@@ -17,6 +17,7 @@ use git2::{Oid, Repository};
 /// What the hook does, by git config `agent-git.prePush`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookMode {
+    /// Test nothing; every push goes on.
     Off,
     /// Say what fails; push anyway.
     Warn,
@@ -35,9 +36,12 @@ pub enum Which {
     All,
 }
 
+/// How the pre-push hook behaves, from git config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookConfig {
+    /// What a failing push leads to.
     pub mode: HookMode,
+    /// Which commits are tested.
     pub which: Which,
     /// Refuse (in `block` and `fix` mode) also when the tests could not be run.
     pub strict: bool,
@@ -72,6 +76,8 @@ impl HookConfig {
         )
     }
 
+    /// The config from the values of those keys (None: unset), case and blanks ignored. Errs
+    /// on an unknown value, saying which values there are.
     pub fn parse(
         mode: Option<&str>,
         commits: Option<&str>,
@@ -111,9 +117,13 @@ impl HookConfig {
 /// One line of git's pre-push input: `<local ref> <local sha> <remote ref> <remote sha>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefUpdate {
+    /// The ref pushed from (`refs/heads/main`); `(delete)` for a deletion.
     pub local_ref: String,
+    /// The commit pushed; zero for a deletion.
     pub local: Oid,
+    /// The ref pushed to.
     pub remote_ref: String,
+    /// The commit the remote has there; zero for a new ref.
     pub remote: Oid,
 }
 
@@ -188,9 +198,12 @@ pub fn commits_to_test(
 pub enum Verdict {
     /// `cached`: found passed before, by its tree and test set-up; nothing ran.
     Passed {
+        /// The test counts in words (`12 passed`).
         summary: String,
+        /// Whether the pass was found in the record of passes rather than run now.
         cached: bool,
     },
+    /// The tests ran and did not pass.
     Failed(Box<TestResult>),
     /// The tests could not be run, or agent-git could not work; says why and how to fix it.
     CannotRun(String),
@@ -199,15 +212,20 @@ pub enum Verdict {
 /// One tested commit of a push.
 #[derive(Debug, Clone)]
 pub struct Checked {
+    /// The pushed ref the commit belongs to.
     pub ref_name: String,
+    /// The commit tested.
     pub commit: Oid,
+    /// What its test came to.
     pub verdict: Verdict,
 }
 
 /// Whether the push goes on, and the commits to start a fix on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
+    /// The hook exits 0 and the push goes on.
     pub allow: bool,
+    /// The failing commits to start `agent-git fix` on (`fix` mode only).
     pub fix: Vec<Oid>,
 }
 
@@ -283,6 +301,8 @@ pub fn json(checked: &Checked) -> serde_json::Value {
     })
 }
 
+/// What the hook prints of one tested commit: its short id and ref, the verdict, and each
+/// failing test with why.
 pub fn describe(checked: &Checked) -> String {
     let short = &checked.commit.to_string()[..7];
     let at = format!("agent-git: {short} ({})", short_ref(&checked.ref_name));

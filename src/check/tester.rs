@@ -13,6 +13,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
+/// Tests commits of a repository in a clean room, each tree once, with no model: for the
+/// pre-push hook and `agent-git tests`.
 pub struct Checker<'r> {
     pub(super) repo: &'r Repository,
     pub(super) python: AskedPython,
@@ -25,6 +27,7 @@ pub struct Checker<'r> {
 }
 
 impl<'r> Checker<'r> {
+    /// Starts nothing yet: the sandbox starts at the first tree that must be tested.
     pub fn new(repo: &'r Repository) -> Self {
         Checker {
             repo,
