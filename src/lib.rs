@@ -22,7 +22,6 @@ pub mod model;
 pub mod prepare;
 pub mod report;
 pub mod run;
-#[allow(missing_docs)] // not yet documented
 pub mod runs;
 pub mod sandbox;
 pub mod secrets;

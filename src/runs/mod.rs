@@ -21,18 +21,27 @@ use serde_json::{json, Value};
 /// One run, as its branch and report commit tell it.
 #[derive(Debug, Clone)]
 pub struct Run {
+    /// The `Agent-Run` trailer: eight hex digits.
     pub run_id: String,
+    /// The run's branch, without `refs/heads/`.
     pub branch: String,
     /// The branch's tip: the report commit of a finished run.
     pub tip: Oid,
+    /// A process still works on it: it has no report yet.
     pub running: bool,
     /// The commit the run started from (the report's `Base:` line).
     pub base: Option<Oid>,
+    /// The report's `Task:`; empty while running.
     pub task: String,
+    /// The `Agent-Outcome` trailer (`passed`, `turn-limit`); `running` or `no-report` without one.
     pub outcome: String,
+    /// The `Agent-Tests` trailer, as written; `-` while running.
     pub tests: String,
+    /// The `Agent-Turns` trailer, as written; `-` while running.
     pub turns: String,
+    /// The `Agent-Cost` trailer, as written; `-` while running.
     pub cost: String,
+    /// The `Agent-Model` trailer; empty while running.
     pub model: String,
     /// When the report was committed (or the run started), in seconds since the epoch.
     pub time: i64,
@@ -44,32 +53,47 @@ pub struct Run {
     pub attempt: Option<crate::attempts::AttemptOf>,
 }
 
+/// Why a command on a repository's runs changed nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum RunsError {
+    /// The query names no run or set.
     #[error("no agent run matches `{0}`; `agent-git runs --all` lists them (branch or run id)")]
     Unknown(String),
+    /// A prefix the query is of more than one run's id or branch.
     #[error(
         "`{query}` matches several runs ({}); give more of the run id, or the whole branch name",
         .matches.join(", ")
     )]
-    Ambiguous { query: String, matches: Vec<String> },
+    Ambiguous {
+        /// What the user gave.
+        query: String,
+        /// The branches (or set ids) it could mean.
+        matches: Vec<String>,
+    },
+    /// The run has no report yet.
     #[error("run {0} is still going; wait for it to end (`agent-git runs` shows when it has)")]
     Running(String),
+    /// The run's branch holds no commit but its report.
     #[error("run {0} made no change to apply (its branch holds no edit)")]
     NoEdits(String),
     /// `apply --required-only` cannot tell, or the required changes alone fail.
     #[error("{0}")]
     NotProven(String),
+    /// `agent-git transcript` found no transcript note on the run.
     #[error(
         "run {0} has no stored transcript (made before transcripts were kept in git, or removed)"
     )]
     NoTranscript(String),
+    /// Applying the run to the current branch failed or was refused.
     #[error(transparent)]
     Land(#[from] LandError),
+    /// Deleting the run's branch, notes or work tree failed or was refused.
     #[error(transparent)]
     Discard(#[from] DiscardError),
+    /// Reading the run's commits or notes failed.
     #[error(transparent)]
     Workspace(#[from] WorkspaceError),
+    /// git failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
 }
@@ -97,6 +121,7 @@ impl Run {
         repo.find_commit(self.tip)?.parent_id(0)
     }
 
+    /// `running`, else the outcome.
     pub fn state(&self) -> &str {
         if self.running {
             "running"
@@ -232,10 +257,10 @@ fn cost_cell(trailer: &str) -> String {
     }
 }
 
-/// What `agent-git show` prints: the report, the run's commits, the diffstat.
 /// The outcome of a run that ended without its report commit.
 pub const NO_REPORT: &str = "no-report";
 
+/// What `agent-git show` prints: the report, the run's commits, the diffstat.
 pub fn show(repo: &Repository, run: &Run) -> Result<String, RunsError> {
     let mut out = String::new();
     if run.running {
@@ -488,7 +513,9 @@ pub fn transcript(repo: &Repository, run: &Run) -> Result<Value, RunsError> {
 /// `older_than` seconds, or, given both, runs that are both. Given neither, none.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Doom {
+    /// Runs whose outcome is not `passed`.
     pub failed: bool,
+    /// Runs at least this many seconds old.
     pub older_than: Option<i64>,
     /// Passed runs not yet applied go too: they are work nobody has used yet, so only this
     /// says they may go.
@@ -508,6 +535,7 @@ pub fn doomed(runs: &[Run], doom: Doom, now: i64) -> (Vec<&Run>, Vec<&Run>) {
         .partition(|r| doom.unapplied_passes || r.outcome != "passed" || r.applied.is_some())
 }
 
+/// Seconds since the epoch, as run times are kept; 0 before it.
 pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -7,14 +7,17 @@ use git2::Repository;
 /// One set, as its summary's trailers tell it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttemptSet {
+    /// `s` and hex digits, as `fix --attempts` printed it.
     pub id: String,
     /// The chosen run's id, if an attempt ended with a report.
     pub chosen: Option<String>,
     /// Every attempt's run id, in attempt order (an attempt that never started has none).
     pub runs: Vec<String>,
+    /// How many attempts were asked for (`Agent-Attempts`), else how many runs there are.
     pub attempts: usize,
     /// The summary as printed when the set ended.
     pub message: String,
+    /// When the summary was stored, in seconds since the epoch.
     pub time: i64,
 }
 
@@ -47,7 +50,9 @@ pub fn sets(repo: &Repository) -> Result<Vec<AttemptSet>, RunsError> {
 /// What a query names: a run, or a set of attempts.
 #[derive(Debug, Clone, Copy)]
 pub enum Named<'a> {
+    /// A run, by its id or branch.
     Run(&'a Run),
+    /// A set of attempts, by its id.
     Set(&'a AttemptSet),
 }
 
