@@ -3,7 +3,6 @@
 #![warn(missing_docs)]
 
 pub mod agent;
-#[allow(missing_docs)] // not yet documented
 pub mod attempts;
 pub mod brief;
 pub mod check;

@@ -5,7 +5,9 @@ use std::cmp::Ordering;
 /// What the choice looks at of one finished attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Standing {
+    /// The attempt's run, named in the reason for the choice.
     pub run_id: String,
+    /// Its outcome was `passed`; a pass beats any failure.
     pub passed: bool,
     /// Failing tests and tests that vanished; None when the run's last test result named no
     /// test (it timed out, or only its exit code was read): then nothing is known of them.

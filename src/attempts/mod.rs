@@ -26,13 +26,16 @@ use std::time::{Duration, Instant};
 /// Which attempt of which set a run is: its report's `Agent-Attempt: s1a2b3c4 2/3`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttemptOf {
+    /// The set's id: `s` and hex digits.
     pub set: String,
     /// From 1.
     pub index: u32,
+    /// How many attempts the set has; at least `index`.
     pub of: u32,
 }
 
 impl AttemptOf {
+    /// The trailer's value: `s1a2b3c4 2/3`.
     pub fn trailer(&self) -> String {
         format!("{} {}/{}", self.set, self.index, self.of)
     }
@@ -57,11 +60,13 @@ impl AttemptOf {
 /// replaces what the user's arguments say of these.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Assignment {
+    /// Which attempt it is.
     pub of: AttemptOf,
     /// The model spec: a script directory's file for this attempt, else the set's spec.
     pub model: String,
     /// The base commit, resolved once for the whole set.
     pub base: String,
+    /// The attempt's branch: the user's `--branch` with `-K` added; None to let the run name it.
     pub branch: Option<String>,
     /// The attempt's share of what is left of the set's cost budget.
     pub max_cost: Option<f64>,
@@ -70,6 +75,7 @@ pub struct Assignment {
 }
 
 impl Assignment {
+    /// Reads `--attempt-of`'s JSON; errs when it is not one or names no valid attempt.
     pub fn parse(text: &str) -> Result<Assignment, String> {
         let assignment: Assignment = serde_json::from_str(text)
             .map_err(|e| format!("--attempt-of is not an assignment: {e}"))?;
@@ -98,12 +104,19 @@ impl Assignment {
 /// What the user asked of a set.
 #[derive(Debug, Clone)]
 pub struct SetRequest {
+    /// How many runs (N of `--attempts N`).
     pub attempts: u32,
+    /// How many run at once (`--jobs`); held to 1..=attempts.
     pub jobs: u32,
+    /// The repository [default: the one containing the current directory].
     pub repo: Option<PathBuf>,
+    /// The revision every attempt starts from, resolved once.
     pub base: String,
+    /// Start from the working tree as it is (one snapshot for every attempt).
     pub dirty: bool,
+    /// The branch name attempt K gets with `-K` added; None lets each run name its own.
     pub branch: Option<String>,
+    /// The settings the flags set; the model and budgets are read from them for the set.
     pub flags: Layer,
     /// The user's arguments after `fix`, given to every attempt as they are.
     pub args: Vec<OsString>,
@@ -113,6 +126,7 @@ pub struct SetRequest {
 
 /// How the set went.
 pub struct SetOutcome {
+    /// The choice and each attempt's standing, as printed and stored.
     pub summary: SetSummary,
     /// The chosen attempt's exit code; where none ended with a report, 2 when each was
     /// refused before it started (a usage error), else 4; 130 when interrupted.

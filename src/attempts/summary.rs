@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 /// How one attempt ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AttemptEnd {
+    /// Which attempt, from 1.
     pub index: u32,
     /// The run, when the attempt ended with a report.
     pub run_id: Option<String>,
@@ -16,13 +17,20 @@ pub struct AttemptEnd {
     pub branch: Option<String>,
     /// The run's outcome, or `not-started` / `no-report`.
     pub outcome: String,
+    /// The outcome was `passed`.
     pub passed: bool,
+    /// The last test run's summary from the attempt's `--json` (`3 passed, 1 failed`); empty
+    /// without a report.
     pub tests: String,
     /// Failing and vanished tests; None when the last test run named none.
     pub failing: Option<usize>,
+    /// Lines the branch adds to the base.
     pub added: usize,
+    /// Lines the branch removes from the base.
     pub removed: usize,
+    /// Dollars; None when no price is known or it has no report.
     pub cost: Option<f64>,
+    /// The attempt's process's exit code; None when it did not start or a signal ended it.
     pub exit_code: Option<i32>,
     /// Why an attempt has no report: not started, or its last words.
     pub note: Option<String>,
@@ -31,6 +39,7 @@ pub struct AttemptEnd {
 }
 
 impl AttemptEnd {
+    /// An attempt whose process never started, and `why`.
     pub fn not_started(index: u32, why: &str) -> AttemptEnd {
         AttemptEnd {
             index,
@@ -177,15 +186,20 @@ fn cost_text(cost: Option<f64>) -> String {
 /// A whole set: its attempts and the choice.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SetSummary {
+    /// The set's id.
     pub set: String,
+    /// The base commit every attempt started from, in full.
     pub base: String,
+    /// The set's cost budget in dollars, shared by its attempts.
     pub max_cost: Option<f64>,
+    /// Every attempt, in attempt order.
     pub attempts: Vec<AttemptEnd>,
     /// The index in `attempts` of the chosen one, and why it won.
     pub chosen: Option<(usize, String)>,
 }
 
 impl SetSummary {
+    /// The summary of these attempts, the choice made among those that ended with a report.
     pub fn new(
         set: String,
         base: String,
@@ -213,6 +227,7 @@ impl SetSummary {
         self.attempts.iter().filter_map(|a| a.cost).sum::<f64>() + 0.0
     }
 
+    /// The attempt that won; None when no attempt ended with a report.
     pub fn chosen(&self) -> Option<&AttemptEnd> {
         self.chosen.as_ref().map(|(i, _)| &self.attempts[*i])
     }
@@ -364,6 +379,7 @@ impl SetSummary {
         out
     }
 
+    /// The `fix --attempts --json` object.
     pub fn json(&self) -> Value {
         json!({
             "set": self.set,
