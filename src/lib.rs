@@ -9,7 +9,6 @@ pub mod check;
 pub mod children;
 #[allow(missing_docs)] // not yet documented
 pub mod cli;
-#[allow(missing_docs)] // not yet documented
 pub mod eval;
 pub mod files;
 pub mod guard;

@@ -20,26 +20,36 @@ pub const IMPOSSIBLE_COLOURS: [RGBColor; 2] =
 /// One row of a horizontal bar chart: one bar per configuration (None: no bar).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
+    /// The name at the left of the row (a task's).
     pub label: String,
+    /// One value per configuration, in the configurations' order.
     pub values: Vec<Option<f64>>,
+    /// The task is marked impossible: its bars are grey.
     pub impossible: bool,
 }
 
 /// A bar chart: rows top to bottom, values on the x axis from 0 to `x_max`; `empty` says, per
 /// configuration, why it has no bar to show (None: it has one).
 pub struct BarChart<'a> {
+    /// Above the chart.
     pub title: &'a str,
+    /// The x axis's caption: what the values are (`solved / runs`).
     pub x_label: &'a str,
+    /// Top to bottom.
     pub rows: Vec<Row>,
+    /// The right end of the x axis.
     pub x_max: f64,
     /// The values are counts: the x axis has whole-number ticks.
     pub counts: bool,
+    /// Per configuration: why it has no bar (None: it has one).
     pub empty: Vec<Option<String>>,
 }
 
 /// One configuration of the page: its records and the result files they came from.
 pub struct Configuration<'a> {
+    /// Its runs.
     pub records: &'a [RunRecord],
+    /// The results files the runs were read from, as named on the command line.
     pub files: Vec<String>,
 }
 

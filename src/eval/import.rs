@@ -26,11 +26,17 @@ pub const DEFAULT_TEST_GLOBS: &[&str] = &[
     "**/*.spec.ts",
 ];
 
+/// `agent-git eval import`: make a task of a fix commit of a repository.
 pub struct ImportRequest {
+    /// The repository holding the fix.
     pub repo: PathBuf,
+    /// The fix commit, as a revision; its parent is the task's start.
     pub fix: String,
+    /// Globs of the test files; empty for the default patterns.
     pub tests: Vec<String>,
+    /// The test command, when detection should not choose it.
     pub test_cmd: Option<String>,
+    /// The task directory to write: missing or empty, else the import is refused.
     pub out: PathBuf,
 }
 

@@ -3,25 +3,34 @@
 
 pub mod html;
 pub mod import;
+#[allow(missing_docs)] // not yet documented
 pub mod report;
+#[allow(missing_docs)] // not yet documented
 pub mod results;
 pub mod runner;
 pub mod stats;
+#[allow(missing_docs)] // not yet documented
 pub mod swebench;
+#[allow(missing_docs)] // not yet documented
 pub mod task;
 
 use std::path::Path;
 
+/// Why an eval command could not go on.
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
     /// A task directory that cannot be used; says which and why.
     #[error("{0}")]
     Task(String),
+    /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file, as shown.
         path: String,
+        /// What failed.
         source: std::io::Error,
     },
+    /// git failed; the text is its error.
     #[error("git: {0}")]
     Git(String),
     /// A results file that cannot be read.
@@ -33,6 +42,7 @@ pub enum EvalError {
 }
 
 impl EvalError {
+    /// An `Io` error about `path`.
     pub fn io(path: &Path, source: std::io::Error) -> Self {
         EvalError::Io {
             path: path.display().to_string(),

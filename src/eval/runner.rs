@@ -15,11 +15,14 @@ use std::time::{Duration, Instant};
 /// `--shard I/N`: the I-th of N shards, I from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
+    /// I, from 1 to `count`.
     pub index: u32,
+    /// N, at least 1.
     pub count: u32,
 }
 
 impl Shard {
+    /// Reads `I/N`; errs unless 1 <= I <= N.
     pub fn parse(text: &str) -> Result<Shard, String> {
         let bad = || format!("--shard takes I/N with 1 <= I <= N, e.g. 2/4; not {text:?}");
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
@@ -34,7 +37,9 @@ impl Shard {
 /// One run to do: the task's index in the sorted task list, and the run index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Job {
+    /// Index into the plan's `tasks`.
     pub task: usize,
+    /// From 0 to the runs per task.
     pub run: u32,
 }
 
@@ -52,11 +57,15 @@ pub fn jobs(task_count: usize, runs: u32, shard: Option<Shard>) -> Vec<Job> {
 
 /// What an eval runs.
 pub struct EvalPlan {
+    /// Every task of the suite, sorted by name; jobs index into it.
     pub tasks: Vec<Task>,
     /// The model spec as given; `oracle` means each task's oracle.json.
     pub model: String,
+    /// The runs to do, in order.
     pub jobs: Vec<Job>,
+    /// How many runs go at once; 0 is taken as 1.
     pub parallel: usize,
+    /// The results file each finished run is appended to.
     pub out: PathBuf,
     /// The agent-git binary each run spawns.
     pub exe: PathBuf,
