@@ -24,9 +24,10 @@ pub struct Policy {
     /// The only directories the command may write to.
     #[serde(with = "raw_paths")]
     pub writable: Vec<PathBuf>,
-    /// Paths the command may not read, and paths inside them it may.
+    /// Paths the command may not read.
     #[serde(with = "raw_paths")]
     pub hidden: Vec<PathBuf>,
+    /// Paths inside the `hidden` ones that the command may read all the same (a venv, say).
     #[serde(with = "raw_paths")]
     pub shown: Vec<PathBuf>,
     /// Paths inside the writable ones that stay read-only (the tests, in the clean room).
@@ -45,12 +46,20 @@ pub struct Policy {
     pub read_only_rest: bool,
     /// A /proc of the command's own PID namespace.
     pub fresh_proc: bool,
+    /// The most processes the command may have at once: the cgroup's `pids.max`, else that
+    /// many more than the user already runs (RLIMIT_NPROC).
     pub max_processes: u64,
+    /// The largest file the command may write, in bytes (RLIMIT_FSIZE).
     pub max_file_size: u64,
+    /// CPU seconds each process may use (RLIMIT_CPU); the hard limit is 5 seconds more.
     pub max_cpu: u64,
     /// Seconds after which the helper dies, and the command with it, whatever agent-git does.
     pub max_wall: Option<u64>,
+    /// A network namespace of its own, with only its own loopback; the command is not run
+    /// when it cannot be had.
     pub network: bool,
+    /// Writes only in `writable` and `hidden` unreadable, by Landlock; the command is not run
+    /// when it cannot be had.
     pub landlock: bool,
     /// Report which layers hold, then exit without running anything (from the command line).
     #[serde(skip)]
@@ -64,8 +73,11 @@ pub struct Policy {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HomeOverlay {
+    /// The real HOME: what the overlay shows, read-only, and where it is mounted.
     #[serde(with = "raw_path")]
     pub home: PathBuf,
+    /// The directory that takes the overlay's writes (its `upper` and `work` dirs are made in
+    /// it).
     #[serde(with = "raw_path")]
     pub upper: PathBuf,
 }
@@ -77,8 +89,11 @@ pub struct HomeOverlay {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TreeOverlay {
+    /// The clean room's tree: what the overlay shows, and where it is mounted.
     #[serde(with = "raw_path")]
     pub tree: PathBuf,
+    /// The directory that takes the test run's writes (its `upper` and `work` dirs are made
+    /// in it), thrown away after.
     #[serde(with = "raw_path")]
     pub upper: PathBuf,
 }

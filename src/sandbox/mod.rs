@@ -4,7 +4,6 @@
 //! and a private temp dir (Landlock), then runs the command as init of a new PID namespace, so
 //! that killing it ends every process it started.
 
-#[allow(missing_docs)] // being restructured; documented after
 pub mod helper;
 mod process;
 
