@@ -12,7 +12,6 @@ pub mod cli;
 pub mod eval;
 pub mod files;
 pub mod guard;
-#[allow(missing_docs)] // not yet documented
 pub mod leftovers;
 pub mod memory;
 #[allow(missing_docs)] // not yet documented
