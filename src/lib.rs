@@ -7,7 +7,6 @@ pub mod attempts;
 pub mod brief;
 pub mod check;
 pub mod children;
-#[allow(missing_docs)] // not yet documented
 pub mod cli;
 pub mod eval;
 pub mod files;

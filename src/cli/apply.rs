@@ -3,6 +3,7 @@
 use super::CliError;
 use clap::Args;
 
+/// What `agent-git apply` takes: the run (or set), and how to land it.
 #[derive(Debug, Clone, Args)]
 pub struct ApplyArgs {
     /// The run: its branch or run id, or an unambiguous prefix of either; or a set of
@@ -17,10 +18,13 @@ pub struct ApplyArgs {
     /// tested in a clean room before it is committed.
     #[arg(long, conflicts_with = "merge")]
     pub required_only: bool,
+    /// Which repository (`--repo`); by default the one containing the current directory.
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
 
+/// Lands the run (for a set, the run it chose) on the current branch as one commit, a merge or its
+/// required changes only, and says how; the run's branch stays. Exit code 0.
 pub fn run(args: ApplyArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;

@@ -14,6 +14,8 @@ use clap::Args;
 use git2::Repository;
 use std::io::Read;
 
+/// What `agent-git check --help` prints after the flags: the pre-push hook's git config and the
+/// exit codes.
 pub const CHECK_HELP: &str = "\
 As a pre-push hook (agent-git hook install), by git config:
   agent-git.prePush          off, warn (say what fails, push anyway), block (refuse a push
@@ -32,6 +34,8 @@ Exit codes:
   2    usage or setup error (not a repository, unknown revision)
   4    the tests could not be run (no test command found, a broken one)";
 
+/// What `agent-git check` takes: one commit to test, or with `--pre-push` what git passes a
+/// pre-push hook.
 #[derive(Debug, Args)]
 #[command(after_help = CHECK_HELP)]
 pub struct CheckArgs {
@@ -47,10 +51,14 @@ pub struct CheckArgs {
     /// named as `fix --json` names them.
     #[arg(long, conflicts_with = "pre_push")]
     pub json: bool,
+    /// Which repository (`--repo`); by default the one containing the current directory.
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
 
+/// Tests the commit, or with `--pre-push` what is pushed; the exit code is one `CHECK_HELP` lists
+/// (0 passed, 1 failed, 4 could not be tested; with `--pre-push` 0 lets the push go on and 1
+/// refuses it).
 pub fn run(args: CheckArgs) -> Result<u8, CliError> {
     if args.pre_push {
         return Ok(pre_push(args));

@@ -4,6 +4,7 @@
 use super::CliError;
 use clap::{Args, CommandFactory, ValueEnum};
 
+/// What `agent-git completions` takes: the shell.
 #[derive(Debug, Clone, Args)]
 pub struct CompletionsArgs {
     /// The shell to complete in.
@@ -13,6 +14,9 @@ pub struct CompletionsArgs {
 
 /// The shells whose scripts are tested (tests/completions.rs) and whose install lines the
 /// README gives.
+// No doc on the variants: clap would show each one as its value's help (in --help, the man
+// page and the completions), and the names say all.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum CompletionShell {
     Bash,
@@ -30,6 +34,8 @@ impl CompletionShell {
     }
 }
 
+/// Prints the shell's completion script for the subcommands a user sees (not the hidden ones) on
+/// stdout. Exit code 0.
 pub fn run(args: CompletionsArgs) -> Result<u8, CliError> {
     let mut script = Vec::new();
     clap_complete::generate(

@@ -9,6 +9,7 @@ use serde_json::json;
 const BRANCH: &str = "agent/demo-fix";
 const TASK: &str = "The tests in test_calc.py fail. Find the bug and fix it.";
 
+/// What `agent-git demo` takes: whether to keep the throwaway repository.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Keep the demo repository (its path is printed) instead of deleting it at the end.
@@ -16,6 +17,8 @@ pub struct DemoArgs {
     pub keep: bool,
 }
 
+/// Makes a throwaway repository whose test fails, runs the fix flow on it with the built-in script,
+/// and prints its branch's log; the exit code is the fix run's.
 pub fn run(args: DemoArgs) -> Result<u8, CliError> {
     let harness = |e: &dyn std::fmt::Display| CliError::Harness(format!("demo: {e}"));
     let dir = tempfile::Builder::new()

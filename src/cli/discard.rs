@@ -3,15 +3,19 @@
 use super::CliError;
 use clap::Args;
 
+/// What `agent-git discard` takes: the run or set to delete.
 #[derive(Debug, Clone, Args)]
 pub struct DiscardArgs {
     /// The run: its branch or run id, or an unambiguous prefix of either; or a set of
     /// attempts (`fix --attempts`) by its id, which deletes only its summary.
     pub run: String,
+    /// Which repository (`--repo`); by default the one containing the current directory.
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
 
+/// Deletes the run's branch, kept work tree and transcript, or only a set's summary (its runs
+/// stay). Exit code 0.
 pub fn run(args: DiscardArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;

@@ -23,15 +23,19 @@ Exit codes:
   4    the harness failed
   130  interrupted (Ctrl-C): finished runs are kept; rerun with the same --out to go on";
 
+/// What `agent-git eval` takes: `report` or `import`, or else the suite to run.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, after_help = EVAL_HELP)]
 pub struct EvalArgs {
+    /// `report` or `import`; None runs the suite `run` describes.
     #[command(subcommand)]
     pub command: Option<EvalCommand>,
+    /// The suite to run, when no subcommand is given.
     #[command(flatten)]
     pub run: RunArgs,
 }
 
+/// `agent-git eval`'s subcommands.
 #[derive(Debug, Subcommand)]
 pub enum EvalCommand {
     /// Print the table of result files (shards are merged); --vs compares with other files;
@@ -43,6 +47,8 @@ pub enum EvalCommand {
     Import(ImportArgs),
 }
 
+/// What a suite run takes: the tasks, the model, how many runs at a time and of what, and the
+/// results file.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Task directories, or directories of them.
@@ -74,6 +80,8 @@ pub struct RunArgs {
     pub tag: Option<String>,
 }
 
+/// What `agent-git eval report` takes: the result files, what to compare them with, and where to
+/// write the HTML page.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Result files (JSON lines), e.g. the shards of one eval.
@@ -88,6 +96,8 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
 }
 
+/// What `agent-git eval import` takes: the fix commit or SWE-bench instance, and the task directory
+/// to write.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The repository holding the fix commit.
@@ -113,6 +123,8 @@ pub struct ImportArgs {
     pub out: PathBuf,
 }
 
+/// Runs the suite, or the report or import asked for; the exit code is one `eval --help` lists (130
+/// when a suite run was interrupted).
 pub fn run(args: EvalArgs) -> Result<u8, CliError> {
     match args.command {
         Some(EvalCommand::Report(report)) => run_report(report),

@@ -13,13 +13,17 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The task of a `fix` that is given none.
 pub const DEFAULT_TASK: &str = "Make the failing tests pass.";
 
+/// What `agent-git fix` takes: the task, where the run starts, its settings and budgets, and how it
+/// reports.
 #[derive(Debug, Clone, Args)]
 pub struct FixArgs {
     /// What the agent should do.
     #[arg(default_value = DEFAULT_TASK)]
     pub task: String,
+    /// Which repository (`--repo`); by default the one containing the current directory.
     #[command(flatten)]
     pub repo: super::RepoArg,
     /// The commit the run's branch starts from.
@@ -112,6 +116,11 @@ pub struct FixArgs {
     pub attempt_of: Option<String>,
 }
 
+/// `--sandbox`: `on` (the default) confines the model's commands and the tests, `off` runs them
+/// unconfined.
+// No doc on the variants: clap would show each one as its value's help (in --help, the man
+// page and the completions), and the enum's doc says all.
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SandboxFlag {
     On,
@@ -188,6 +197,7 @@ impl FixArgs {
     }
 }
 
+/// Runs `agent-git fix` with the configured model; the exit code is one `fix --help` lists.
 pub fn run(args: FixArgs) -> Result<u8, CliError> {
     fix_with(args, None)
 }

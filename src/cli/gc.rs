@@ -4,8 +4,12 @@
 use super::CliError;
 use clap::Args;
 
+/// What `agent-git gc` takes: which finished runs' branches go too, and whether only to say so.
 #[derive(Debug, Clone, Args)]
 pub struct GcArgs {
+    /// Which repository (`--repo`); by default the one containing the current directory, if
+    /// any. Without one, gc removes only what lies outside any repository: the temp dirs and
+    /// cgroups of runs that are gone, and the clean rooms of repositories that are gone.
     #[command(flatten)]
     pub repo: super::RepoArg,
     /// Also delete the branches (with their kept work trees and transcripts) of runs finished

@@ -4,12 +4,15 @@ use super::CliError;
 use crate::check::install::{hooks_dir, install, uninstall, Installed, Uninstalled, CHAINED};
 use clap::{Args, Subcommand};
 
+/// What `agent-git hook` takes: install or uninstall.
 #[derive(Debug, Args)]
 pub struct HookArgs {
+    /// Whether to install or uninstall, and in which repository.
     #[command(subcommand)]
     pub action: HookAction,
 }
 
+/// `agent-git hook`'s subcommands.
 #[derive(Debug, Subcommand)]
 pub enum HookAction {
     /// Install the pre-push hook in the repository's hooks directory (core.hooksPath, else
@@ -19,6 +22,7 @@ pub enum HookAction {
     Uninstall(super::RepoArg),
 }
 
+/// Installs or removes the pre-push hook and says what it did. Exit code 0.
 pub fn run(args: HookArgs) -> Result<u8, CliError> {
     let (HookAction::Install(place) | HookAction::Uninstall(place)) = &args.action;
     let repo = place.open()?;

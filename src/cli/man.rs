@@ -4,6 +4,7 @@
 use super::CliError;
 use clap::{Args, CommandFactory};
 
+/// What `agent-git man` takes: where to write the pages, if not to stdout.
 #[derive(Debug, Clone, Args)]
 pub struct ManArgs {
     /// Write the pages into DIR instead: `agent-git.1` and one for each subcommand
@@ -12,6 +13,8 @@ pub struct ManArgs {
     pub dir: Option<std::path::PathBuf>,
 }
 
+/// Prints the manual page (roff) on stdout, or with `--dir` writes it and one page per subcommand
+/// there. Exit code 0.
 pub fn run(args: ManArgs) -> Result<u8, CliError> {
     let Some(dir) = args.dir else {
         let mut page = Vec::new();

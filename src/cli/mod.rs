@@ -36,6 +36,7 @@ runs, show, apply, discard, transcript, gc:
        checkout, a conflict, a branch checked out)
   4    git failed under agent-git";
 
+/// The whole command line: one subcommand and its arguments.
 #[derive(Debug, Parser)]
 #[command(
     name = "agent-git",
@@ -45,10 +46,12 @@ runs, show, apply, discard, transcript, gc:
     after_help = EXIT_CODES
 )]
 pub struct Cli {
+    /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// agent-git's subcommands; each one's doc is its line in `--help`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the fix loop on a repository whose tests fail, on a new branch.
@@ -95,6 +98,8 @@ pub enum Command {
     AddWorkTree(AddWorkTreeArgs),
 }
 
+/// What the hidden `add-work-tree` command takes: the repository, and the work tree to add for a
+/// run's branch.
 #[derive(Debug, clap::Args)]
 pub struct AddWorkTreeArgs {
     /// The repository's git dir.
@@ -115,6 +120,8 @@ fn add_work_tree(args: &AddWorkTreeArgs) -> Result<u8, CliError> {
     Ok(0)
 }
 
+/// What the hidden `check-out-room` command takes: the clean room, and the tree to check out into
+/// it.
 #[derive(Debug, clap::Args)]
 pub struct CheckOutRoomArgs {
     /// The clean room's git dir.
@@ -133,6 +140,7 @@ fn check_out_room(args: &CheckOutRoomArgs) -> Result<u8, CliError> {
     Ok(0)
 }
 
+/// Why a command failed; its variant decides the exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Bad input or setup; nothing was created.
@@ -144,6 +152,7 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// 2 for a usage error, 4 for a harness failure.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => 2,

@@ -3,6 +3,7 @@
 use super::CliError;
 use clap::Args;
 
+/// What `agent-git runs` takes: which runs to list, and how.
 #[derive(Debug, Clone, Args)]
 pub struct RunsArgs {
     /// List applied runs too (by default only runs not yet applied, and runs still going).
@@ -11,10 +12,12 @@ pub struct RunsArgs {
     /// Print one JSON array instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Which repository (`--repo`); by default the one containing the current directory.
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
 
+/// Prints the runs, newest first, as a table (then the sets of attempts) or as JSON. Exit code 0.
 pub fn run(args: RunsArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let all = crate::runs::list(&repo)?;

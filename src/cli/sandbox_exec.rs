@@ -5,6 +5,8 @@ use clap::Args;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// What the hidden `sandbox-exec` command takes: the policy file, whether only to probe, and the
+/// command after `--`.
 #[derive(Debug, Clone, Args)]
 pub struct SandboxExecArgs {
     /// The policy to enforce, as `sandbox::policy` built it (JSON); the file is removed once
@@ -18,6 +20,9 @@ pub struct SandboxExecArgs {
     command: Vec<OsString>,
 }
 
+/// Confines this process as the policy says and runs the command (with `--probe`, reports
+/// which layers hold instead); the exit code is `helper::run`'s, the command's own status, or
+/// `helper::SANDBOX_FAILED` (125) when the policy cannot be read.
 pub fn run(args: SandboxExecArgs) -> u8 {
     let read = std::fs::read(&args.policy_file);
     let _ = std::fs::remove_file(&args.policy_file);

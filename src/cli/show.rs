@@ -3,6 +3,7 @@
 use super::CliError;
 use clap::Args;
 
+/// What `agent-git show` takes: the run (or set), and how much of it to print.
 #[derive(Debug, Clone, Args)]
 pub struct ShowArgs {
     /// The run: its branch or run id, or an unambiguous prefix of either; or a set of
@@ -15,10 +16,13 @@ pub struct ShowArgs {
     /// Print only the files the run changed, with lines added and removed.
     #[arg(long)]
     pub stat: bool,
+    /// Which repository (`--repo`); by default the one containing the current directory.
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
 
+/// Prints the run's report, commits and diffstat (with `--patch` its diff too, with `--stat` only
+/// its files), or a set's summary. Exit code 0.
 pub fn run(args: ShowArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;

@@ -8,6 +8,7 @@ use crate::settings::TestFlags;
 use crate::workspace::{resolve_base, SetupError};
 use clap::Args;
 
+/// What `agent-git tests --help` prints after the flags: what the dry run does, and the exit codes.
 pub const TESTS_HELP: &str = "\
 The commit's tests run once in a clean room, as a fix run's first test run would: the same
 command, environment and sandbox. What they found is kept for the tree and set-up, so asking
@@ -19,12 +20,15 @@ Exit codes:
   2    usage or setup error (not a repository, unknown revision, no test command)
   4    the tests cannot run as they are (the reason says why, and the fix)";
 
+/// What `agent-git tests` takes: the commit, the test run's settings, and how to print what it
+/// found.
 #[derive(Debug, Args)]
 #[command(after_help = TESTS_HELP)]
 pub struct TestsArgs {
     /// The commit whose tests run [default: HEAD].
     #[arg(value_name = "REV")]
     pub rev: Option<String>,
+    /// Which repository (`--repo`); by default the one containing the current directory.
     #[command(flatten)]
     pub repo: super::RepoArg,
     /// The test run's settings, as `fix` takes them.
@@ -38,6 +42,8 @@ pub struct TestsArgs {
     pub json: bool,
 }
 
+/// Runs the commit's tests once in a clean room (or reuses what an earlier run found) and prints
+/// what a fix run would find; the exit code is one `TESTS_HELP` lists.
 pub fn run(args: TestsArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let rev = args.rev.unwrap_or_else(|| "HEAD".into());

@@ -3,14 +3,17 @@
 use super::CliError;
 use clap::Args;
 
+/// What `agent-git transcript` takes: the run.
 #[derive(Debug, Clone, Args)]
 pub struct TranscriptArgs {
     /// The run: its branch or run id, or an unambiguous prefix of either.
     pub run: String,
+    /// Which repository (`--repo`); by default the one containing the current directory.
     #[command(flatten)]
     pub repo: super::RepoArg,
 }
 
+/// Prints the conversation stored with the run, as indented JSON. Exit code 0.
 pub fn run(args: TranscriptArgs) -> Result<u8, CliError> {
     let repo = args.repo.open()?;
     let runs = crate::runs::list(&repo)?;
