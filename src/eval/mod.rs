@@ -3,15 +3,11 @@
 
 pub mod html;
 pub mod import;
-#[allow(missing_docs)] // not yet documented
 pub mod report;
-#[allow(missing_docs)] // not yet documented
 pub mod results;
 pub mod runner;
 pub mod stats;
-#[allow(missing_docs)] // not yet documented
 pub mod swebench;
-#[allow(missing_docs)] // not yet documented
 pub mod task;
 
 use std::path::Path;

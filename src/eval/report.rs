@@ -8,18 +8,26 @@ use std::fmt::Write;
 /// What the table says of one task (or of all of them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// Runs recorded.
     pub runs: u64,
+    /// Runs that solved the task: passed, or for an impossible task did not.
     pub solved: u64,
+    /// Some run's task is marked impossible.
     pub impossible: bool,
+    /// Median model replies per run; None for no runs.
     pub median_turns: Option<f64>,
+    /// Median cost per run in US dollars, of the runs whose cost is known; None when none is.
     pub median_cost: Option<f64>,
+    /// Cost of all runs in US dollars, counting only known costs.
     pub total_cost: f64,
+    /// Median wall-clock seconds per run; None for no runs.
     pub median_wall: Option<f64>,
     /// The harness's own time (outside the model and the confined processes), where known.
     pub median_harness: Option<f64>,
 }
 
 impl Summary {
+    /// The summary of `records`, all of one task or of the whole table.
     pub fn of(records: &[&RunRecord]) -> Summary {
         let costs: Vec<f64> = records.iter().filter_map(|r| r.cost_usd).collect();
         let pick = |f: fn(&RunRecord) -> f64| records.iter().map(|r| f(r)).collect::<Vec<_>>();
@@ -40,6 +48,7 @@ impl Summary {
         }
     }
 
+    /// The share of runs that solved the task, from 0 to 1; 0 for no runs.
     pub fn rate(&self) -> f64 {
         if self.runs == 0 {
             0.0
@@ -149,6 +158,7 @@ pub struct BestOf {
     pub n: u32,
     /// Attempts that solved the task on their own, of all `tried`.
     pub alone: u64,
+    /// All attempts of all best-of-N runs.
     pub tried: u64,
 }
 
@@ -227,8 +237,11 @@ pub fn totals(records: &[RunRecord]) -> String {
 /// One line of a comparison: a task's (solved, runs) in A and in B.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Versus<'a> {
+    /// The task's name; `total` for the line of all tasks.
     pub task: &'a str,
+    /// (solved, runs) in the results files (A); (0, 0) when the task is not among them.
     pub a: (u64, u64),
+    /// (solved, runs) in the `--vs` files (B); (0, 0) when the task is not among them.
     pub b: (u64, u64),
 }
 

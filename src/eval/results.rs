@@ -11,19 +11,29 @@ use std::path::Path;
 /// Tokens of a run, cache reads and writes counted apart.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tokens {
+    /// Input tokens other than cache reads and writes (`usage.input_tokens`).
     pub input: u64,
+    /// Output tokens (`usage.output_tokens`).
     pub output: u64,
+    /// Input tokens read from the prompt cache (`usage.cache_read_input_tokens`).
     pub cache_read: u64,
+    /// Input tokens written to the prompt cache (`usage.cache_creation_input_tokens`).
     pub cache_write: u64,
 }
 
 /// One run of one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// The task's name (its directory's).
     pub task: String,
+    /// Which run of the task it is, from 0.
     pub run: u32,
+    /// The eval's `--model` as given (`oracle` for oracle runs).
     pub model: String,
+    /// `fix --json`'s outcome (`passed`, `turn-limit`, ...); `eval-timeout` when the task's timeout
+    /// ended the run, `no-report` when it printed no report.
     pub outcome: String,
+    /// The outcome is `passed` (never for `eval-timeout`).
     pub passed: bool,
     /// The task's honest outcome is not passed.
     #[serde(default)]
@@ -32,10 +42,16 @@ pub struct RunRecord {
     pub solved: bool,
     /// The test summary and the failing tests of the last clean-room run.
     pub tests: Value,
+    /// Tests of the inventory that did not run and pass in the last clean-room run: gone,
+    /// deselected or skipped.
     pub vanished: Vec<String>,
+    /// Model replies the run used.
     pub turns: u64,
+    /// The tokens the run's model calls used.
     pub tokens: Tokens,
+    /// What the model calls cost, in US dollars; None when the model's price is unknown.
     pub cost_usd: Option<f64>,
+    /// Seconds from starting `agent-git fix` to its end, as the eval measured them.
     pub wall_secs: f64,
     /// The harness's own time outside the tests and the model; null while `fix --json` does
     /// not report it.
@@ -54,6 +70,7 @@ pub struct RunRecord {
 /// The attempts of a best-of-N run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Attempts {
+    /// How many attempts the set made.
     pub n: u32,
     /// Attempts that solved the task on their own.
     pub solved: u32,
@@ -67,8 +84,11 @@ pub struct RequiredCheck {
     /// true: each required test is named among the passing ones; false: one failed or
     /// vanished; null: neither is known for some, which `note` explains.
     pub all_passed: Option<bool>,
+    /// The required tests that failed or vanished, as the task names them.
     pub failing: Vec<String>,
+    /// The required tests whose result is not known (`note` says why), as the task names them.
     pub unchecked: Vec<String>,
+    /// Why `unchecked` could not be checked; absent when it is empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -257,9 +277,13 @@ pub fn chosen_report(set: &Value) -> Value {
 /// Which run a record is of.
 #[derive(Debug, Clone, Copy)]
 pub struct RunId<'a> {
+    /// The task's name.
     pub task: &'a str,
+    /// Which run of the task, from 0.
     pub run: u32,
+    /// The eval's `--model` as given.
     pub model: &'a str,
+    /// The task is marked impossible: a run solves it by not passing.
     pub impossible: bool,
 }
 

@@ -13,15 +13,24 @@ use std::path::PathBuf;
 /// The fields of an instance a task needs; others (hints_text, version, ...) are ignored.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Instance {
+    /// The instance's name (`owner__project-1234`); the import prints it.
     pub instance_id: String,
+    /// The GitHub repository (`owner/project`), named when `base_commit` is missing from the local
+    /// clone; may be absent.
     #[serde(default)]
     pub repo: String,
+    /// The commit the task starts from, before `test_patch`.
     pub base_commit: String,
+    /// The fix, as a unified diff: what the oracle writes.
     pub patch: String,
+    /// The fix's tests, as a unified diff applied to `base_commit` to make the task's base.
     pub test_patch: String,
+    /// The issue text: trimmed, the task's prompt.
     pub problem_statement: String,
+    /// FAIL_TO_PASS: the tests the fix makes pass; an instance without any is refused.
     #[serde(rename = "FAIL_TO_PASS", default, deserialize_with = "test_list")]
     pub fail_to_pass: Vec<String>,
+    /// PASS_TO_PASS: the tests that pass before the fix and must still pass.
     #[serde(rename = "PASS_TO_PASS", default, deserialize_with = "test_list")]
     pub pass_to_pass: Vec<String>,
 }
@@ -41,14 +50,21 @@ fn test_list<'de, D: Deserializer<'de>>(de: D) -> Result<Vec<String>, D::Error> 
     }
 }
 
+/// `agent-git eval import --swe-bench`: make a task of a SWE-bench instance.
 pub struct SweBenchRequest {
+    /// The instance's JSON file.
     pub instance: PathBuf,
+    /// A local clone of the instance's repository, holding `base_commit`.
     pub repo: PathBuf,
+    /// The test command, when detection should not choose it.
     pub test_cmd: Option<String>,
+    /// The task directory to write: missing or empty, else the import is refused.
     pub out: PathBuf,
 }
 
 impl Instance {
+    /// Reads the instance at `path`: `EvalError::Io` when the file cannot be read,
+    /// `EvalError::Refused` when it holds no instance.
     pub fn read(path: &std::path::Path) -> Result<Instance, EvalError> {
         let text = std::fs::read_to_string(path).map_err(|e| EvalError::io(path, e))?;
         serde_json::from_str(&text).map_err(|e| {

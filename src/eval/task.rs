@@ -9,22 +9,31 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskSpec {
+    /// The task each run is given: `fix`'s TASK.
     pub prompt: String,
+    /// `fix --test-cmd`; None lets the run detect the test command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_cmd: Option<String>,
+    /// `fix --setup-cmd`: the install step run in the clean room before the tests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setup_cmd: Option<String>,
+    /// More paths the agent may not change, each passed as `fix --protect GLOB`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protect: Vec<String>,
+    /// `fix --max-turns`; None leaves fix's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
+    /// `fix --max-cost`, in US dollars; None for no cost limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost: Option<f64>,
     /// The run's time budget, as `fix --max-time` takes it (`10m`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_time: Option<String>,
+    /// Wall-clock seconds after which the eval interrupts the run (as Ctrl-C would) and records it
+    /// as `eval-timeout`; None for no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// Labels that `eval --tag` picks tasks by.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// The honest outcome is not passed (the tests cannot pass without editing them).
@@ -59,8 +68,10 @@ impl TaskSpec {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequiredTests {
+    /// Tests that fail at the base and must pass after the run.
     #[serde(default)]
     pub fail_to_pass: Vec<String>,
+    /// Tests that pass at the base and must still pass after the run.
     #[serde(default)]
     pub pass_to_pass: Vec<String>,
 }
@@ -69,19 +80,27 @@ pub struct RequiredTests {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
+    /// The repository to clone, as a path (a relative one from the current directory).
     pub repo: PathBuf,
+    /// The revision a run starts from: checked out, as branch `eval-base`, in the clone.
     pub base: String,
 }
 
+/// One task directory, loaded and checked.
 #[derive(Debug, Clone)]
 pub struct Task {
     /// The directory's name; results are keyed by it.
     pub name: String,
+    /// The task directory, made absolute.
     pub dir: PathBuf,
+    /// Its `task.json`.
     pub spec: TaskSpec,
 }
 
 impl Task {
+    /// Reads the task at `dir`: `EvalError::Io` when its task.json cannot be read,
+    /// `EvalError::Task` when it is no `TaskSpec`, holds a NUL character, or the directory has
+    /// both or neither of `repo/` and `source.json`.
     pub fn load(dir: &Path) -> Result<Task, EvalError> {
         let path = dir.join("task.json");
         let text = std::fs::read_to_string(&path).map_err(|e| EvalError::io(&path, e))?;
@@ -108,6 +127,7 @@ impl Task {
         Ok(Task { name, dir, spec })
     }
 
+    /// Where the task's `oracle.json` is (the script `--model oracle` runs); it may not exist.
     pub fn oracle(&self) -> PathBuf {
         self.dir.join("oracle.json")
     }
