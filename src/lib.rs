@@ -27,5 +27,4 @@ pub mod testrun;
 pub mod text;
 pub mod tools;
 pub mod verify;
-#[allow(missing_docs)] // not yet documented
 pub mod workspace;

@@ -103,10 +103,15 @@ pub fn format_git_date(time: Time, style: DateStyle) -> String {
 /// The `--date` styles `format_git_date` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DateStyle {
+    /// `Mon Jan 5 10:00:00 2026 +0100`, export-subst's `%ad`.
     Default,
+    /// `Mon, 5 Jan 2026 10:00:00 +0100`, export-subst's `%aD`.
     Rfc,
+    /// `2026-01-05 10:00:00 +0100`, export-subst's `%ai`.
     Iso,
+    /// `2026-01-05T10:00:00+01:00`, export-subst's `%aI`.
     Strict,
+    /// `2026-01-05`, export-subst's `%as`.
     Short,
 }
 

@@ -7,25 +7,38 @@ use std::path::{Path, PathBuf};
 
 /// The run to delete, as `runs` found it.
 pub struct Doomed<'a> {
+    /// The run's branch, without `refs/heads/`.
     pub branch: &'a str,
+    /// The run's id: names its own work tree (`agent-git-RUN`) and its lease.
     pub run_id: &'a str,
     /// The report commit the branch must still point at.
     pub report: Oid,
 }
 
+/// Why a run was not deleted, or not wholly.
 #[derive(Debug, thiserror::Error)]
 pub enum DiscardError {
+    /// The branch is checked out in a work tree other than the run's own; nothing was deleted.
     #[error(
         "branch {branch} is checked out in {place}; switch that checkout to another branch \
          first (nothing was deleted)"
     )]
-    CheckedOut { branch: String, place: String },
+    CheckedOut {
+        /// The run's branch.
+        branch: String,
+        /// Where it is checked out, for the user: the checkout's folder where it is known.
+        place: String,
+    },
+    /// A live run holds the run's lease; nothing was deleted.
     #[error("run {0} is still going; wait for it to end (nothing was deleted)")]
     Running(String),
+    /// The branch no longer points at the report commit it was listed with; nothing was deleted.
     #[error("branch {0} moved since it was listed; run the command again (nothing was deleted)")]
     Moved(String),
+    /// git failed finding or deleting the branch (the run's kept work tree may be gone already).
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// The branch is deleted, but removing the run's transcript note failed.
     #[error("the branch is deleted, but its transcript note is not: {0}")]
     Note(#[from] super::WorkspaceError),
 }
@@ -64,8 +77,11 @@ pub fn discard(repo: &Repository, run: &Doomed) -> Result<(), DiscardError> {
 /// deleted.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unreported {
+    /// The run's id: the record's file name.
     pub run_id: String,
+    /// The branch the run made, without `refs/heads/`.
     pub branch: String,
+    /// The commit the run started from; None when the record does not hold a valid one.
     pub base: Option<Oid>,
     /// When the run started (the record's time), in seconds since the epoch.
     pub started: i64,

@@ -282,7 +282,11 @@ pub enum Values {
 /// An archived tree, and whether `export-subst` wrote anything from the commit into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Archived {
+    /// The tree the archive would hold: the one given when no `export-ignore` or `export-subst`
+    /// rule applies.
     pub tree: Oid,
+    /// Some `export-subst` placeholder was expanded, so the tree holds values of the commit (a pass
+    /// on it is then tested again with other values).
     pub from_commit: bool,
 }
 

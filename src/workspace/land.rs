@@ -19,47 +19,68 @@ pub struct Landing<'a> {
     /// Keep the run's commits: a merge commit with `work` as its second parent. Otherwise one
     /// commit with the tree difference base..work, authored by agent-git.
     pub keep_history: bool,
+    /// The message of the new commit.
     pub message: &'a str,
     /// The reflog line of the current branch.
     pub reflog: &'a str,
 }
 
+/// Why a run was not landed; each refusal comes before anything of the user's was written.
 #[derive(Debug, thiserror::Error)]
 pub enum LandError {
+    /// The checkout has uncommitted changes to tracked files (untracked ones do not count, as for
+    /// `git merge`); the paths.
     #[error(
         "your working tree or index has uncommitted changes ({}); nothing was changed. Commit \
          or stash them (`git stash`), then apply again",
         .0.join(", ")
     )]
     Dirty(Vec<String>),
+    /// The repository is bare, or HEAD names no commit.
     #[error("the repository has no working tree or no commit checked out; apply in a checkout")]
     NoCheckout,
+    /// The run's base (or, for a `--dirty` run, its snapshot's parent) is not in the current
+    /// branch's history.
     #[error(
         "the run started from {base}, which is not in the history of your current branch \
          ({head}); nothing was changed. Check out a branch that contains it, or bring the \
          work over by hand: `git diff {base} {branch} | git apply`"
     )]
     NotAncestor {
+        /// The run's base, abbreviated.
         base: String,
+        /// The current commit, abbreviated.
         head: String,
+        /// The run's branch, for the command the message suggests.
         branch: String,
     },
+    /// Merging the run's work into the current branch conflicts.
     #[error(
         "the run's changes conflict with your branch in {}; nothing was changed. Merge by hand \
          (`git merge {branch}`) and resolve the conflicts, or start a new run from here",
         .paths.join(", ")
     )]
-    Conflict { paths: Vec<String>, branch: String },
+    Conflict {
+        /// The conflicting paths.
+        paths: Vec<String>,
+        /// The run's branch, for the command the message suggests.
+        branch: String,
+    },
+    /// Files of the checkout (untracked, ignored, or changed meanwhile) stand where the landed tree
+    /// writes; the paths.
     #[error(
         "files the run changes are in the way in your working tree ({}); nothing was changed. \
          Move or remove them, then apply again",
         .0.join(", ")
     )]
     InTheWay(Vec<String>),
+    /// The landed tree would be the current one: the run's changes are in the branch already, or it
+    /// made none.
     #[error(
         "the run's changes are already in your branch (or it changed nothing); nothing to apply"
     )]
     NothingToApply,
+    /// git failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
 }

@@ -40,7 +40,9 @@ use git2::{
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
+/// The name agent-git authors its commits as (edits, reports, set summaries).
 pub const AGENT_NAME: &str = "agent-git";
+/// The email of `AGENT_NAME`.
 pub const AGENT_EMAIL: &str = "agent-git@localhost";
 
 /// What git's status says when the work tree differs from the index.
@@ -135,16 +137,23 @@ fn run_apart(args: &[&std::ffi::OsStr]) -> Option<Result<(), String>> {
     })
 }
 
+/// Why an operation on the run's work tree, branch, clean room or stored notes failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
+    /// git failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// A file operation failed.
     #[error("cannot {what} {}: {source}", path.display())]
     Io {
+        /// What was being done, as a verb (`create`, `remove`).
         what: &'static str,
+        /// The file or folder it was done to.
         path: PathBuf,
+        /// What failed.
         source: std::io::Error,
     },
+    /// Walking the clean room's tree failed.
     #[error("cannot walk the clean room: {0}")]
     Walk(#[from] walkdir::Error),
     /// The harness refused to go on rather than write somewhere it should not.
@@ -214,6 +223,7 @@ pub(crate) fn remove_entry(path: &Path) -> Result<(), WorkspaceError> {
 /// What happened to a change the agent made in the work tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitOutcome {
+    /// The change is committed on the run's branch: the new commit.
     Committed(Oid),
     /// The work tree already matched the branch: nothing to commit.
     NoChange,
@@ -221,7 +231,9 @@ pub enum CommitOutcome {
     Refused(Vec<String>),
     /// A commit hook of the repository refused the change; it was rolled back whole.
     Rejected {
+        /// Which hook refused: `pre-commit` or `commit-msg`.
         hook: &'static str,
+        /// What the hook printed.
         output: String,
     },
 }
@@ -270,7 +282,9 @@ pub const COMMIT_HOOKS: [&str; 2] = ["pre-commit", "commit-msg"];
 /// A file left out of a commit, and why (said to the model).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped {
+    /// The file, relative to the work tree.
     pub path: String,
+    /// Why it was left out, in words for the model.
     pub why: String,
 }
 
@@ -283,23 +297,36 @@ enum Staged {
 /// A commit attempt: what became of it, and the files that were left out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitResult {
+    /// Whether a commit was made, and if not why.
     pub outcome: CommitOutcome,
+    /// Files left out of the commit, and why (too large, say).
     pub dropped: Vec<Dropped>,
 }
 
+/// One file of a diffstat: a changed path and its lines added and removed.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct FileStat {
+    /// The path, relative to the tree's root; a deleted file's old path.
     pub path: String,
+    /// Lines added; 0 for a binary file.
     pub added: usize,
+    /// Lines removed; 0 for a binary file.
     pub removed: usize,
+    /// git sees the file as binary: its lines are not counted.
     pub binary: bool,
 }
 
+/// A run's own work: its branch, checked out in a linked work tree outside the user's checkout and
+/// held under a lease while the run lives. Every change the model makes is committed there.
 pub struct Workspace {
     repo: Repository,
+    /// The run's id: eight hex digits.
     pub run_id: String,
+    /// The run's branch, without `refs/heads/`.
     pub branch: String,
+    /// The commit the run started from.
     pub base: Oid,
+    /// The work tree the model's tools work in.
     pub worktree_path: PathBuf,
     worktree_name: String,
     common_dir: PathBuf,
@@ -310,6 +337,7 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// The work tree the model's tools work in.
     pub fn path(&self) -> &Path {
         &self.worktree_path
     }
@@ -336,6 +364,7 @@ impl Workspace {
         &self.repo
     }
 
+    /// The branch's last commit.
     pub fn head(&self) -> Result<Oid, WorkspaceError> {
         Ok(self.repo.head()?.peel_to_commit()?.id())
     }
@@ -658,13 +687,13 @@ impl Workspace {
         Ok(())
     }
 
-    /// The tree the tests are judged on: the branch's last commit, with every protected path
-    /// and shared config file whose test sections changed exactly as in the base commit.
     /// The tree of the commit the run started from.
     pub fn base_tree(&self) -> Result<Oid, WorkspaceError> {
         Ok(self.repo.find_commit(self.base)?.tree_id())
     }
 
+    /// The tree the tests are judged on: the branch's last commit, with every protected path
+    /// and shared config file whose test sections changed exactly as in the base commit.
     pub fn verification_tree(&self, protection: &Protection) -> Result<Oid, WorkspaceError> {
         let head_tree = self.repo.head()?.peel_to_tree()?;
         let base_tree = self.repo.find_commit(self.base)?.tree()?;

@@ -17,16 +17,17 @@ pub struct Snapshot {
     dot_git: Vec<u8>,
 }
 
-/// What the harness did with a shell command's effects.
 /// How deep a folder of the work tree may lie: libgit2 walks no deeper than 100.
 const MAX_DEPTH: usize = 90;
 
+/// What the harness did with a shell command's effects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Absorbed {
     /// Protected paths the command changed, now as they were.
     pub reverted: Vec<String>,
     /// Git state the command moved, now put back.
     pub restored: Vec<String>,
+    /// The commit of everything else the command changed.
     pub commit: super::CommitResult,
 }
 

@@ -23,7 +23,9 @@ pub(super) const SLOTS: usize = 8;
 
 /// A lasting room's folder, held for this process.
 pub struct Taken {
+    /// The room's folder.
     pub root: PathBuf,
+    /// The lock of the room's slot: the room is this process's for as long as it is held.
     pub lease: Lease,
     /// The folder was made just now: nothing is in it.
     pub made: bool,

@@ -12,7 +12,9 @@ pub const SETS_REF_PREFIX: &str = "refs/agent-git/sets/";
 /// One stored summary.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSet {
+    /// The set's id: `s` and hex digits, the last part of its ref.
     pub id: String,
+    /// The summary's commit.
     pub commit: Oid,
     /// The whole message: the summary and its trailers.
     pub message: String,

@@ -5,16 +5,22 @@ use super::Workspace;
 use git2::{BranchType, Oid, Repository, WorktreeAddOptions};
 use std::path::{Path, PathBuf};
 
+/// Why a run could not start: a usage or setup error (exit 2); the repository is left as it was.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
+    /// The path given (or the current directory) is in no git repository.
     #[error("{0} is not inside a git repository; run agent-git in one or pass --repo PATH")]
     NotARepository(PathBuf),
+    /// The base is HEAD, and HEAD names no commit yet.
     #[error("the repository has no commits yet; commit the code and its tests first")]
     NoCommits,
+    /// The base names no commit.
     #[error("unknown base revision `{0}`; pass a branch, tag or commit that exists (--base)")]
     UnknownBase(String),
+    /// The branch name is not one git allows.
     #[error("`{0}` is not a valid branch name; choose another with --branch")]
     BadBranchName(String),
+    /// A local branch of that name exists.
     #[error("branch `{0}` already exists; choose another name with --branch")]
     BranchExists(String),
     /// git keeps branches as files: `a` and `a/b` cannot both be.
@@ -23,27 +29,37 @@ pub enum SetupError {
          of the other); choose another name with --branch"
     )]
     BranchClash(String, String),
+    /// git failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+    /// Making the run's work tree, its lease or its record failed: the path, and why.
     #[error("cannot create the run's work tree at {0}: {1}")]
     Io(PathBuf, std::io::Error),
+    /// `--dirty` was asked of a bare repository.
     #[error("--dirty starts from a working tree, and this repository has none (it is bare)")]
     Bare,
+    /// A file of the user's working tree could not be read for `--dirty`: the path, and why.
     #[error("cannot read {0} from your working tree for --dirty: {1}")]
     Unreadable(PathBuf, std::io::Error),
 }
 
-/// The commit a run starts from, and the files it holds (for test-command detection).
+/// The commit a run starts from, as `resolve_base` found it.
 #[derive(Debug, Clone)]
 pub struct BaseInfo {
+    /// The commit.
     pub id: Oid,
+    /// Its message's first line; empty when it has none.
     pub summary: String,
 }
 
+/// The repository containing `path`, as git finds it from there; `NotARepository` when there
+/// is none.
 pub fn open_user_repo(path: &Path) -> Result<Repository, SetupError> {
     Repository::discover(path).map_err(|_| SetupError::NotARepository(path.to_path_buf()))
 }
 
+/// The commit `spec` names (a branch, tag, commit or any revision): `NoCommits` for HEAD in a
+/// repository without commits, `UnknownBase` for a name of none.
 pub fn resolve_base(repo: &Repository, spec: &str) -> Result<BaseInfo, SetupError> {
     if spec == "HEAD" && repo.head().is_err() {
         return Err(SetupError::NoCommits);
@@ -58,6 +74,8 @@ pub fn resolve_base(repo: &Repository, spec: &str) -> Result<BaseInfo, SetupErro
     })
 }
 
+/// Whether a run may create branch `name`: a valid name, no branch of that name, and none it would
+/// be a folder of or inside (`a` beside `a/b`).
 pub fn check_branch_free(repo: &Repository, name: &str) -> Result<(), SetupError> {
     if !git2::Branch::name_is_valid(name)? {
         return Err(SetupError::BadBranchName(name.to_string()));
@@ -141,6 +159,8 @@ fn is_regular(mode: i32) -> bool {
     matches!(mode, 0o100644 | 0o100755)
 }
 
+/// The content of the file at `path` in `commit`'s tree; None when there is none, or it is a
+/// folder.
 pub fn read_blob(repo: &Repository, commit: Oid, path: &str) -> Option<Vec<u8>> {
     let tree = repo.find_commit(commit).ok()?.tree().ok()?;
     let entry = tree.get_path(Path::new(path)).ok()?;

@@ -13,13 +13,16 @@ use std::path::{Path, PathBuf};
 /// What a sweep removed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Swept {
+    /// Temp dirs left by runs now gone, removed: sandbox dirs, clean rooms, check folders.
     pub temp_dirs: Vec<PathBuf>,
     /// The run ids whose work trees were removed (their branches stay).
     pub worktrees: Vec<String>,
+    /// How many cgroups left by sandbox helpers of an agent-git now gone were removed.
     pub cgroups: usize,
 }
 
 impl Swept {
+    /// Nothing was removed.
     pub fn is_empty(&self) -> bool {
         self.temp_dirs.is_empty() && self.worktrees.is_empty() && self.cgroups == 0
     }

@@ -21,9 +21,12 @@ const KEPT_PER_TREE: usize = 4;
 pub struct Tested {
     /// A digest of everything besides the tree that decides the result (see `check`).
     pub identity: String,
+    /// `passed`, or for what `agent-git tests` found, `failed`; only a `passed` entry counts as a
+    /// pass.
     pub verdict: String,
     /// The test command, as reports name it.
     pub command: String,
+    /// The test run's summary, as reports show it.
     pub summary: String,
     /// The commit that was tested (one of those with this tree).
     pub commit: String,

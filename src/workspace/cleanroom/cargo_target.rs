@@ -36,10 +36,14 @@ impl CleanRoom {
         Ok(())
     }
 
+    /// Records that a test run built into the shared build cache: a later pass that used it is
+    /// confirmed with a fresh cache.
     pub fn note_cache_written(&mut self) {
         self.cache_written = true;
     }
 
+    /// Whether a test run has built into the shared build cache since it was last fresh, so a pass
+    /// on it may rest on what an earlier tree built.
     pub fn cache_was_written(&self) -> bool {
         self.cache_written
     }

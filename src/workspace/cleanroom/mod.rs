@@ -28,6 +28,9 @@ enum Place {
     Lasting { root: PathBuf, records: PathBuf },
 }
 
+/// One clean room: a tree of tracked files outside the user's checkout, kept by a private git dir
+/// beside it and reset to a committed tree before each test run; in a temp dir of its own (removed
+/// with it) or a lasting room kept for the next run.
 pub struct CleanRoom {
     place: Place,
     /// Marks the room as this run's while it lives (see `leftovers`).
@@ -107,9 +110,14 @@ fn remove_planted(path: &Path) -> Result<(), WorkspaceError> {
 
 /// The private directories of one test run: a fresh HOME, TMPDIR and a place for results.
 pub struct RunDirs {
+    /// The folder holding the other three: removed, with whatever the tests left, by `remove`.
     pub root: PathBuf,
+    /// The test run's HOME, empty at the start.
     pub home: PathBuf,
+    /// The test run's TMPDIR, empty at the start.
     pub tmp: PathBuf,
+    /// Where the test runner writes the files the harness reads the results from (`junit.xml`,
+    /// `results.json`).
     pub results: PathBuf,
 }
 
