@@ -13,7 +13,6 @@ pub mod files;
 pub mod guard;
 pub mod leftovers;
 pub mod memory;
-#[allow(missing_docs)] // not yet documented
 pub mod model;
 pub mod prepare;
 pub mod report;

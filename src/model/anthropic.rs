@@ -8,9 +8,13 @@ use serde_json::{json, Value};
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const API_VERSION: &str = "2023-06-01";
 
+/// The Anthropic Messages API (`POST {base}/v1/messages`) for one model.
 pub struct Anthropic {
+    /// The model's name (`claude-sonnet-4-5`).
     pub model: String,
+    /// `max_tokens`: the most tokens of one reply, thinking included.
     pub max_tokens: u32,
+    /// The API's root, without `/v1` (`https://api.anthropic.com`).
     pub base_url: String,
     /// Empty when replaying a recording: no call is made then.
     pub api_key: String,

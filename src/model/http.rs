@@ -15,13 +15,18 @@ use std::time::Duration;
 pub trait Provider: Send + Sync {
     /// `anthropic`, `openai` (Chat Completions) or `openai-responses`: a spec's prefix.
     fn name(&self) -> &'static str;
+    /// The model's name, as the API is told it.
     fn model(&self) -> &str;
+    /// Where each request is posted.
     fn url(&self) -> String;
     /// Headers to send, secrets included; never recorded.
     fn headers(&self) -> Vec<(&'static str, String)>;
+    /// The request's JSON body, asking for a whole reply.
     fn body(&self, request: &Request<'_>) -> Value;
     /// The same body, asking for the reply as server-sent events.
     fn streamed(&self, body: &Value) -> Value;
+    /// Reads the reply from a response body (a streamed reply is assembled into that body first);
+    /// `BadResponse` when it holds none.
     fn parse(&self, body: &str) -> Result<Reply, ModelError>;
     /// What to tell the user for an error status, e.g. which key to check.
     fn hint(&self, status: u16) -> Option<String>;
@@ -34,6 +39,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// Makes the recording at `path` (replacing a file there), its first line naming the provider
+    /// and model.
     pub fn create(path: &Path, provider: &dyn Provider) -> std::io::Result<Self> {
         let mut file = std::fs::File::create(path)?;
         let header = json!({"agent_git_recording": 1, "provider": provider.name(), "model": provider.model()});
@@ -50,6 +57,8 @@ impl Recorder {
     }
 }
 
+/// A model behind an HTTP API: one request per reply, retried while the failure is transient,
+/// streamed where asked, recorded where asked.
 pub struct HttpModel {
     provider: Box<dyn Provider>,
     client: reqwest::Client,
@@ -78,6 +87,8 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 }
 
 impl HttpModel {
+    /// A model of `provider`'s API: `timeout` bounds each wait for bytes (and a whole reply that is
+    /// not streamed), `retry` says when to try again. Errs when the HTTP client cannot be set up.
     pub fn new(
         provider: Box<dyn Provider>,
         timeout: Duration,
@@ -112,6 +123,8 @@ impl HttpModel {
         self.notes.extend(notes);
     }
 
+    /// Takes `found` as the model's context window, and notes for the report where it came from
+    /// (and any warning).
     pub fn set_context_window(&mut self, found: super::window::Found) {
         self.context_window = Some(found.tokens);
         self.notes.push(format!(

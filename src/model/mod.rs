@@ -40,19 +40,31 @@ use serde_json::Value;
 /// server tools...) are kept as they came, to be sent back unchanged.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ContentBlock {
+    /// Text the model wrote, or the harness's words to it.
     Text {
+        /// The text, as sent or received.
         text: String,
     },
+    /// A tool call of the model's.
     ToolUse {
+        /// The call's id, which its result names.
         id: String,
+        /// The tool called.
         name: String,
+        /// The tool's input, as the model wrote it: an object, or where a reply was cut off
+        /// inside the call, the raw text.
         input: Value,
     },
+    /// The harness's answer to a tool call, in the next user message.
     ToolResult {
+        /// The id of the call it answers.
         tool_use_id: String,
+        /// What the tool returned, as the model reads it.
         content: String,
+        /// The call failed or was refused: the content says why.
         is_error: bool,
     },
+    /// A block of any other type, kept whole as it came.
     Other(Value),
 }
 
@@ -124,25 +136,33 @@ impl<'de> Deserialize<'de> for ContentBlock {
 }
 
 impl ContentBlock {
+    /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
     }
 }
 
+/// Who a message is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// The harness: the task, tool results and test feedback.
     User,
+    /// The model.
     Assistant,
 }
 
+/// One message of the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
+    /// Who it is from.
     pub role: Role,
+    /// Its blocks, in order.
     pub content: Vec<ContentBlock>,
 }
 
 impl Message {
+    /// A message from the harness.
     pub fn user(content: Vec<ContentBlock>) -> Self {
         Message {
             role: Role::User,
@@ -156,13 +176,24 @@ impl Message {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
+    /// The model ended its turn: the harness runs the tests.
     EndTurn,
+    /// The reply holds tool calls to run.
     ToolUse,
+    /// The reply was cut off at the token limit: its tool calls do not run, and the model is asked
+    /// to go on.
     MaxTokens,
+    /// A stop sequence ended the reply; agent-git sends none, so this is handled as the end of a
+    /// turn.
     StopSequence,
+    /// The API paused a long turn; sending the conversation back lets it go on.
     PauseTurn,
+    /// The model (or the server's content filter) refused: the run stops.
     Refusal,
+    /// The reply ran into the end of the context window: it is dropped, and the conversation shrunk
+    /// and sent again.
     ModelContextWindowExceeded,
+    /// A stop reason this version does not know; handled as the end of a turn.
     #[serde(other)]
     Unknown,
 }
@@ -170,8 +201,11 @@ pub enum StopReason {
 /// One reply of the model: the unit the turn budget counts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
+    /// Why the model stopped.
     pub stop_reason: StopReason,
+    /// What it wrote: text, tool calls, and blocks kept as they came.
     pub content: Vec<ContentBlock>,
+    /// The tokens the reply took; zero where the server did not say.
     #[serde(default)]
     pub usage: Usage,
 }
@@ -195,21 +229,31 @@ impl Reply {
 /// A tool as the model sees it: a name, what it does, and a JSON schema of its input.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
+    /// The name the model calls it by.
     pub name: &'static str,
+    /// What it does and when to use it, for the model.
     pub description: &'static str,
+    /// The JSON schema of its input.
     pub input_schema: Value,
 }
 
+/// What one reply is asked for: the system prompt, the whole conversation so far and the tools.
 pub struct Request<'a> {
+    /// The system prompt.
     pub system: &'a str,
+    /// The conversation so far, oldest first.
     pub messages: &'a [Message],
+    /// The tools the model may call.
     pub tools: &'a [ToolSpec],
 }
 
+/// Why a model gave no reply.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    /// A script was asked for more replies than it holds: how many it held.
     #[error("script exhausted: all {0} scripted replies were used and the model was called again")]
     ScriptExhausted(usize),
+    /// Ctrl-C came while the reply was awaited.
     #[error("interrupted while waiting for the model")]
     Interrupted,
     /// The API answered with an error that retrying will not fix (or retries ran out).
@@ -221,16 +265,19 @@ pub enum ModelError {
     /// The request does not fit the model's context window: the conversation must shrink.
     #[error("the prompt is too long for the model's context window: {message}")]
     ContextOverflow {
+        /// The server's message.
         message: String,
         /// The window in tokens, when the server named it.
         window: Option<u64>,
     },
+    /// A replay was asked for more replies than its recording holds.
     #[error("replay: {0}")]
     Replay(String),
 }
 
 /// Where the text of a streamed reply is shown as it arrives.
 pub trait Echo: Send {
+    /// Shows the next piece of the reply's text.
     fn text(&mut self, piece: &str);
     /// The reply (or its stream) ended.
     fn end(&mut self);
@@ -245,6 +292,7 @@ pub struct IndentedEcho<W: std::io::Write + Send> {
 }
 
 impl<W: std::io::Write + Send + Default> IndentedEcho<W> {
+    /// Ends the open block, and gives back what was written to.
     pub fn into_inner(mut self) -> W {
         self.end();
         std::mem::take(&mut self.out)
@@ -252,6 +300,7 @@ impl<W: std::io::Write + Send + Default> IndentedEcho<W> {
 }
 
 impl<W: std::io::Write + Send> IndentedEcho<W> {
+    /// Writes to `out`; `terminal` dims the text with escape codes.
     pub fn new(out: W, terminal: bool) -> Self {
         IndentedEcho {
             out,
@@ -312,10 +361,13 @@ impl<W: std::io::Write + Send> Echo for IndentedEcho<W> {
     }
 }
 
+/// What the loop talks to: a model that answers a request with one reply. Scripts, replays and
+/// the HTTP APIs each implement it.
 #[async_trait::async_trait]
 pub trait Model: Send {
     /// How the report names this model, e.g. `anthropic:claude-sonnet-4-5`.
     fn label(&self) -> String;
+    /// The model's next reply to the conversation in `request`.
     async fn reply(&mut self, request: &Request<'_>) -> Result<Reply, ModelError>;
     /// Things the report should say about this model's run (a replay's divergences).
     fn notes(&self) -> Vec<String> {

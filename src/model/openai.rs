@@ -12,7 +12,9 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// `max_tokens` (400 `unsupported_parameter`); Ollama, vLLM and llama.cpp read `max_tokens`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenLimit {
+    /// `max_tokens`: what Ollama, vLLM, llama.cpp and OpenAI's other models read.
     MaxTokens,
+    /// `max_completion_tokens`: what OpenAI's gpt-5 and o-series reasoning models take.
     MaxCompletionTokens,
 }
 
@@ -50,10 +52,16 @@ impl TokenLimit {
     }
 }
 
+/// Chat Completions (`POST {base}/chat/completions`) for one model, on OpenAI or a compatible
+/// server.
 pub struct OpenAi {
+    /// The model's name, as the server knows it.
     pub model: String,
+    /// The most tokens of one reply.
     pub max_tokens: u32,
+    /// Which field tells the server `max_tokens`.
     pub token_limit: TokenLimit,
+    /// The API's root, `/v1` included (`https://api.openai.com/v1`).
     pub base_url: String,
     /// Optional: local servers need none.
     pub api_key: Option<String>,
@@ -64,6 +72,8 @@ pub struct OpenAi {
 }
 
 impl OpenAi {
+    /// Chat Completions of `model` at `base_url`: the token-limit field chosen by the model's name,
+    /// no reasoning effort.
     pub fn new(model: &str, max_tokens: u32, base_url: &str, api_key: Option<String>) -> Self {
         OpenAi {
             model: model.to_string(),

@@ -6,12 +6,16 @@ use serde::{Deserialize, Deserializer, Serialize};
 /// as the Anthropic API counts them.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens neither written to nor read from the cache.
     #[serde(default, deserialize_with = "count")]
     pub input_tokens: u64,
+    /// Output tokens, thinking and reasoning included.
     #[serde(default, deserialize_with = "count")]
     pub output_tokens: u64,
+    /// Input tokens written to the prompt cache.
     #[serde(default, deserialize_with = "count")]
     pub cache_creation_input_tokens: u64,
+    /// Input tokens read from the prompt cache.
     #[serde(default, deserialize_with = "count")]
     pub cache_read_input_tokens: u64,
     /// Of the output, the tokens a reasoning model spent reasoning, where the API says
@@ -27,6 +31,7 @@ fn count<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
 }
 
 impl Usage {
+    /// Adds `other`'s counts to these.
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
@@ -56,9 +61,13 @@ impl Usage {
 /// US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Price {
+    /// Per million input tokens not from the cache.
     pub input: f64,
+    /// Per million output tokens.
     pub output: f64,
+    /// Per million input tokens written to the cache.
     pub cache_write: f64,
+    /// Per million input tokens read from the cache.
     pub cache_read: f64,
 }
 
@@ -76,6 +85,7 @@ const fn price(input: f64, output: f64, cache_write: f64, cache_read: f64) -> Pr
 pub struct ListedPrice {
     /// The names the provider serves the model under: its alias and its dated snapshots.
     pub names: &'static [&'static str],
+    /// The standard-tier price.
     pub price: Price,
     /// When the price was read, as `YYYY-MM`: prices change, and this says how old one is.
     pub source: &'static str,
@@ -194,6 +204,7 @@ const PRICES: &[ListedPrice] = &[
 ];
 
 impl Price {
+    /// Nothing per token: what a script costs.
     pub const FREE: Price = price(0.0, 0.0, 0.0, 0.0);
 
     /// The built-in price of a model, if the table names it; None is "price unknown".
@@ -222,6 +233,7 @@ impl Price {
         }
     }
 
+    /// What `usage` costs at this price, in US dollars.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let per_token =
             |tokens: u64, dollars_per_million: f64| tokens as f64 * dollars_per_million / 1e6;

@@ -8,6 +8,7 @@ use super::ModelSpec;
 /// `--thinking`: what the user asked of an Anthropic model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Thinking {
+    /// No thinking.
     Off,
     /// Claude decides how much to think (the newer models).
     Adaptive,
@@ -46,13 +47,18 @@ impl Thinking {
 /// `--reasoning-effort`: what the user asked of an OpenAI reasoning model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effort {
+    /// `minimal`: the least reasoning, where the model takes it (not every model does).
     Minimal,
+    /// `low`.
     Low,
+    /// `medium`: what a reasoning model is asked when the user names no effort.
     Medium,
+    /// `high`: the most reasoning.
     High,
 }
 
 impl Effort {
+    /// `minimal`, `low`, `medium` or `high`; an error names them.
     pub fn parse(text: &str) -> Result<Effort, String> {
         match text.trim() {
             "minimal" => Ok(Effort::Minimal),
@@ -65,6 +71,7 @@ impl Effort {
         }
     }
 
+    /// The effort as the API and `--reasoning-effort` spell it.
     pub fn name(self) -> &'static str {
         match self {
             Effort::Minimal => "minimal",
@@ -195,12 +202,18 @@ pub enum Reasoning {
     Off,
     /// `thinking: {type: enabled, budget_tokens}`, with the interleaved header where taken.
     Budget {
+        /// The thinking budget of one reply, in tokens.
         tokens: u32,
+        /// Thinking between tool calls too: requests carry the interleaved-thinking beta header.
         interleaved: bool,
+        /// The most output tokens the model allows a reply: thinking and reply must fit in it.
         max_output: u32,
     },
     /// `thinking: {type: adaptive}`.
-    Adaptive { max_output: u32 },
+    Adaptive {
+        /// The most output tokens the model allows a reply: thinking and reply must fit in it.
+        max_output: u32,
+    },
     /// `reasoning_effort`.
     Effort(Effort),
 }

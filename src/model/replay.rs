@@ -7,6 +7,8 @@ use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::Path;
 
+/// `replay:PATH`: answers each request with the next recorded response, and notes each request that
+/// differs from the recorded one.
 pub struct ReplayModel {
     label: String,
     provider: Box<dyn Provider>,
@@ -17,6 +19,8 @@ pub struct ReplayModel {
 }
 
 impl ReplayModel {
+    /// Reads the whole recording up front; only its exchanges answered with a 2xx status are
+    /// replayed. An error says why the file is no recording.
     pub fn from_file(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the recording {}: {e}", path.display()))?;

@@ -8,9 +8,13 @@ use super::openai::{arguments_input, arguments_text};
 use super::{ContentBlock, Message, ModelError, Reply, Request, Role, StopReason};
 use serde_json::{json, Map, Value};
 
+/// OpenAI's Responses API (`POST {base}/responses`) for one model.
 pub struct Responses {
+    /// The model's name, as the server knows it.
     pub model: String,
+    /// `max_output_tokens`: the most tokens of one reply, reasoning included.
     pub max_tokens: u32,
+    /// The API's root, `/v1` included (`https://api.openai.com/v1`).
     pub base_url: String,
     /// Optional: a local server may need none.
     pub api_key: Option<String>,
@@ -22,6 +26,8 @@ pub struct Responses {
 }
 
 impl Responses {
+    /// The Responses API of `model` at `base_url`: no reasoning effort, and a cache key no other
+    /// run shares.
     pub fn new(model: &str, max_tokens: u32, base_url: &str, api_key: Option<String>) -> Self {
         Responses {
             model: model.to_string(),

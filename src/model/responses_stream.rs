@@ -6,6 +6,8 @@ use super::stream::{append, bad_event, parse_data, Assembler, StreamError};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
+/// Assembles a streamed Responses API reply into the body the same request returns without
+/// `stream`.
 #[derive(Debug, Default)]
 pub struct ResponsesStream {
     /// The output items by `output_index`, as far as they came.

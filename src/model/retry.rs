@@ -2,11 +2,14 @@
 
 use std::time::Duration;
 
+/// When a failed API call is tried again, and how long to wait first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt.
     pub max_retries: u32,
+    /// The wait before the first retry; each later one doubles it.
     pub base: Duration,
+    /// The longest wait the doubling reaches.
     pub cap: Duration,
     /// The longest wait a server's retry-after is honoured for.
     pub max_server_wait: Duration,

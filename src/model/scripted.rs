@@ -4,6 +4,8 @@ use super::{Model, ModelError, Reply, Request, StopReason};
 use std::collections::VecDeque;
 use std::path::Path;
 
+/// A model that returns the replies of a script in order, whatever it is sent; `ScriptExhausted`
+/// once they run out.
 pub struct ScriptedModel {
     label: String,
     total: usize,
@@ -11,6 +13,7 @@ pub struct ScriptedModel {
 }
 
 impl ScriptedModel {
+    /// A script of `replies`, named `label` in the report.
     pub fn new(label: impl Into<String>, replies: Vec<Reply>) -> Self {
         ScriptedModel {
             label: label.into(),

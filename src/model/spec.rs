@@ -8,10 +8,14 @@ use super::{
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `--model`: which model a run talks to, as `PROVIDER:NAME`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelSpec {
+    /// `script:PATH`: the replies of a JSON file, in order.
     Script(PathBuf),
+    /// `replay:PATH`: the responses of a recording (`--record`).
     Replay(PathBuf),
+    /// `anthropic:MODEL`: the Anthropic Messages API.
     Anthropic(String),
     /// OpenAI's Responses API for its reasoning models on its own URL, else Chat Completions.
     OpenAi(String),
@@ -25,6 +29,7 @@ const KNOWN: &str =
     "anthropic:MODEL, openai:MODEL, openai-responses:MODEL, openai-chat:MODEL, script:PATH, replay:PATH";
 
 impl ModelSpec {
+    /// Reads `PROVIDER:NAME`; an error names the providers it knows.
     pub fn parse(spec: &str) -> Result<Self, String> {
         let Some((provider, rest)) = spec.split_once(':') else {
             return Err(format!(
@@ -63,11 +68,17 @@ impl ModelSpec {
 /// How to reach a real model; ignored by scripts and replays.
 #[derive(Debug, Clone)]
 pub struct ModelOptions {
+    /// The most tokens of one reply (`--max-tokens`); room for thinking is added, and against a
+    /// small context window it is lowered.
     pub max_tokens: u32,
     /// How an OpenAI-compatible server is told `max_tokens`; None chooses by model name.
     pub token_limit: Option<openai::TokenLimit>,
+    /// Retries of a failed call after the first attempt.
     pub max_retries: u32,
+    /// How long to wait for bytes of a reply; a reply that is not streamed must come whole within
+    /// it.
     pub request_timeout: Duration,
+    /// Where to record every request and response, for `replay:`; None records nothing.
     pub record: Option<PathBuf>,
     /// The context window the user gave; when None, a local server is asked for it.
     pub context_window: Option<u64>,
@@ -213,6 +224,8 @@ fn openai_provider(
     Ok(Box::new(provider))
 }
 
+/// The model `spec` names, ready to answer; an error says why it cannot be used (an unreadable
+/// script, a token limit it cannot take, a recording asked of a script).
 pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Model>, String> {
     let offline = |kind: &str| {
         if options.record.is_some() {

@@ -13,10 +13,18 @@ use std::fmt;
 pub enum StreamError {
     /// The server reported an error inside the stream, e.g. `overloaded_error`.
     #[error("the server sent an error in the stream: {kind}: {message}")]
-    Server { kind: String, message: String },
+    Server {
+        /// The error's type or code (`overloaded_error`).
+        kind: String,
+        /// What the server said of it.
+        message: String,
+    },
     /// The stream closed cleanly, but before the event that ends a reply.
     #[error("the stream ended before the reply was complete (no {missing} arrived)")]
-    EndedEarly { missing: &'static str },
+    EndedEarly {
+        /// The event that never came (`message_stop`).
+        missing: &'static str,
+    },
     /// The connection failed while the body was being read.
     #[error("the connection broke while the reply was streaming: {0}")]
     Broken(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -25,14 +33,21 @@ pub enum StreamError {
     Undecodable(String),
     /// An event's data was not the JSON its type promises.
     #[error("unreadable `{event}` event in the reply stream: {reason}")]
-    BadEvent { event: String, reason: String },
+    BadEvent {
+        /// The event's type.
+        event: String,
+        /// Why its data could not be read.
+        reason: String,
+    },
 }
 
 /// A failed stream, and whether any event had arrived before it failed: a stream that fails
 /// before its first event is a failed request; one that fails after it lost part of a reply.
 #[derive(Debug)]
 pub struct StreamFailure {
+    /// Some event had arrived before the failure: part of a reply was lost.
     pub events_arrived: bool,
+    /// Why the stream failed.
     pub error: StreamError,
 }
 
