@@ -556,14 +556,20 @@ fn a_same_size_rewrite_with_its_time_put_back_is_not_left_for_the_next_run() {
     file.set_modified(was).unwrap();
     drop(file);
 
+    sees_the_base_module(&env, &repo, &tree, &args);
+}
+
+/// A second run on the base takes the pooled tree at `tree` and finds `src/pkg/mod.py` as the
+/// base has it, not as something left it (`VALUE = 2`).
+fn sees_the_base_module(env: &TestEnv, repo: &Path, tree: &Path, args: &[&str]) {
     let second = env.fix_scripted(
-        &repo,
+        repo,
         "agent/two",
         json!([
             calls("Look.", vec![run("look", "cat src/pkg/mod.py")]),
             end_turn("Done.")
         ]),
-        &args,
+        args,
     );
     assert_eq!(work_tree(&second.stderr()), tree, "{}", second.stderr());
     let seen = &second.results()["look"].1;
@@ -629,6 +635,110 @@ fn tracked_file_modes_are_not_left_for_the_next_run() {
         seen.contains("644 calc.py\n644 docs/notes.md\n644 src/pkg/mod.py"),
         "the next run saw run one's modes: {seen}"
     );
+}
+
+/// The pooled tree's record of when it was last exact lets the next take pass over what last
+/// changed before it; renames move only the change times of what they move and of the folders
+/// whose names change, so folders and files swapped by name between runs (by anything: what a
+/// run does is committed, and the checkout writes it again), their insides untouched, must
+/// still be seen: each at its path holds what the base has there.
+#[test]
+fn folders_and_files_swapped_by_name_are_not_left_for_the_next_run() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("test_calc.py", TEST_CALC),
+            ("one.txt", "top one\n"),
+            ("two.txt", "top two\n"),
+            ("lib/a/in/x.txt", "from a\n"),
+            ("lib/b/in/x.txt", "from b\n"),
+            ("c/in/x.txt", "from c\n"),
+            ("c/d/x.txt", "from d\n"),
+        ],
+    );
+    let args = ["--test-cmd", CHECK];
+    let first = env.fix_scripted(&repo, "agent/one", json!([end_turn("Done.")]), &args);
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    let swap = |a: &str, b: &str| {
+        let (a, b, t) = (tree.join(a), tree.join(b), tree.join("swapping"));
+        std::fs::rename(&a, &t).unwrap();
+        std::fs::rename(&b, &a).unwrap();
+        std::fs::rename(&t, &b).unwrap();
+    };
+    swap("one.txt", "two.txt");
+    swap("lib/a", "lib/b");
+    // Files swapped across folders, the folders themselves left in place.
+    swap("c/in/x.txt", "c/d/x.txt");
+
+    let look = "cat one.txt two.txt lib/a/in/x.txt lib/b/in/x.txt c/in/x.txt c/d/x.txt";
+    let second = env.fix_scripted(
+        &repo,
+        "agent/two",
+        json!([calls("Look.", vec![run("look", look)]), end_turn("Done.")]),
+        &args,
+    );
+    assert_eq!(work_tree(&second.stderr()), tree, "{}", second.stderr());
+    let seen = &second.results()["look"].1;
+    assert!(
+        seen.contains("top one\ntop two\nfrom a\nfrom b\nfrom c\nfrom d\n"),
+        "the next run saw the swaps: {seen}"
+    );
+}
+
+/// The record of when the pooled tree was last exact is out of the run's reach, and speaks
+/// of one folder: another put in its place, however old its insides, is looked at whole.
+#[test]
+fn a_record_of_an_exact_tree_speaks_only_of_the_folder_it_was_taken_of() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let args = ["--test-cmd", CHECK];
+    // A tree like the base but for one file, made before run one's take writes its record:
+    // every change time in it is older than the record's.
+    let other = env.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let archive = env.git(
+        &repo,
+        &["archive", "--format=tar", "-o", "../base.tar", "main"],
+    );
+    assert!(archive.is_empty(), "{archive}");
+    // With the modes a checkout gives (git archive's are 664).
+    let unpacked = std::process::Command::new("tar")
+        .args(["--no-same-permissions", "-xf"])
+        .arg(repo.with_file_name("base.tar"))
+        .current_dir(&other)
+        .status()
+        .unwrap();
+    assert!(unpacked.success());
+    std::fs::write(other.join("src/pkg/mod.py"), "VALUE = 2\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+
+    let forge = run("forge", "echo forged > ../pool-1.clean");
+    let first = env.fix_scripted(
+        &repo,
+        "agent/one",
+        json!([calls("Forge.", vec![forge]), end_turn("Done.")]),
+        &args,
+    );
+    let said = &first.results()["forge"].1;
+    assert!(
+        said.starts_with("exit code ") && !said.starts_with("exit code 0"),
+        "a run wrote beside its work tree: {said}"
+    );
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    let record = repo.join(".git/agent-git/pool-1.clean");
+    let text = std::fs::read_to_string(&record).expect("the take left a record");
+    assert!(!text.contains("forged"), "{text}");
+
+    // The other tree put in the slot's place, with the slot's link to its git dir: only its
+    // top has moved since the record.
+    std::fs::copy(tree.join(".git"), other.join(".git")).unwrap();
+    std::fs::remove_dir_all(&tree).unwrap();
+    std::fs::rename(&other, &tree).unwrap();
+    sees_the_base_module(&env, &repo, &tree, &args);
 }
 
 /// Two tracked files with the same content (empty `__init__.py`s) hard-linked by run one look

@@ -2,6 +2,7 @@
 //! accepted change, the report commit, and the clean room the tests run in. The user's HEAD,
 //! index and working tree are never opened for writing.
 
+mod clean_since;
 mod cleanroom;
 pub mod dates;
 pub mod demo;

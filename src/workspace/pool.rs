@@ -5,6 +5,7 @@
 //! tracked files) is removed, so it looks exactly like a fresh checkout. Each slot has a lock
 //! file: two runs never share a tree, and a run that dies lets go of its slot.
 
+use super::clean_since::{self, CleanSince};
 use super::recorded::Recorded;
 use super::setup::{check_branch_free, SetupError};
 use super::Workspace;
@@ -40,6 +41,11 @@ pub(super) fn path_of(repo: &Repository, k: usize) -> PathBuf {
 
 pub(super) fn lock_of(repo: &Repository, k: usize) -> PathBuf {
     parent_of(repo).join(format!("pool-{k}.lease"))
+}
+
+/// Where slot `k`'s record of when its tree was last exact is kept (see `clean_since`).
+fn record_of(repo: &Repository, k: usize) -> PathBuf {
+    parent_of(repo).join(format!("pool-{k}.clean"))
 }
 
 /// Whether a lease file name in `agent-git/` is a pool slot's (never a run's).
@@ -139,16 +145,24 @@ fn in_slot(
 /// Slot `k`'s tree on `branch`: the pooled one made clean, or, when there is none or it
 /// cannot be trusted, a fresh checkout in its place.
 fn fill(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupError> {
-    if let Ok(tree) = reuse(repo, k, branch) {
+    let path = path_of(repo, k);
+    let tree = match reuse(repo, k, branch) {
         // A handle of its own for the run: the one that made the tree clean holds the index
         // it read (tens of MiB on a large repository) until the first commit needs it again.
-        drop(tree);
-        return Ok(Repository::open(path_of(repo, k))?);
-    }
-    clear(repo, k);
-    let path = path_of(repo, k);
-    super::setup::add_work_tree(repo, &name_of(k), &path, branch)?;
-    Ok(Repository::open(&path)?)
+        Ok(tree) => {
+            drop(tree);
+            Repository::open(&path)?
+        }
+        Err(_) => {
+            clear(repo, k);
+            super::setup::add_work_tree(repo, &name_of(k), &path, branch)?;
+            Repository::open(&path)?
+        }
+    };
+    // Exact now, and nothing of the run has touched it yet.
+    let exact = tree.head()?.peel_to_tree()?.id();
+    clean_since::write(&record_of(repo, k), &path, exact);
+    Ok(tree)
 }
 
 /// The pooled tree of slot `k`, emptied of whatever an earlier run left and checked out on
@@ -159,6 +173,8 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     if !admin.join("HEAD").is_file() || !path.is_dir() {
         return Err(SetupError::Io(path, std::io::ErrorKind::NotFound.into()));
     }
+    // Taken (and removed) first: a take that fails leaves none.
+    let since = clean_since::take(&record_of(repo, k), &path);
     let tree = open_slot(repo, k)?;
     let held = tree.head()?.peel_to_tree()?;
     // The status below finds what differs from the commit the tree holds only through an
@@ -174,7 +190,9 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     super::index_of(&mut index, &held, distrust)?;
     super::compact_index(&mut index)?;
     let recorded = Recorded::of(&tree, &index, !distrust);
-    let mut paths = remove_leftovers(&tree, &path, Look::Content(&recorded))?;
+    let since = since.filter(|s| !distrust && tree.find_tree(s.tree).is_ok());
+    let look = Look::Content(&recorded, since.as_ref());
+    let mut paths = remove_leftovers(&tree, &path, look)?;
     // Found through the tree's own handle: libgit2 checks out only its own objects.
     let target = tree
         .find_branch(branch, BranchType::Local)?
@@ -220,7 +238,9 @@ pub(super) fn open_slot(repo: &Repository, k: usize) -> Result<Repository, Setup
 pub(super) enum Look<'i> {
     /// As a fresh checkout has them, content and all: a file or link whose stat data is not
     /// the index's (or is too recent for it to tell) is read and hashed.
-    Content(&'i Recorded<'i>),
+    /// With the record of when the tree was last exact, if there is one: what nothing
+    /// touched since is taken as it was then, and folders nothing touched are not read.
+    Content(&'i Recorded<'i>, Option<&'i CleanSince>),
     /// Names and kinds only: what a run made under a new name, or in place of a folder, a file
     /// or a link, goes. A tracked file a run rewrote stays until the next run's sweep, which
     /// looks at content.
@@ -246,8 +266,8 @@ pub(super) fn remove_leftovers(
 /// another's or passes over), with the mode a fresh checkout gives a folder, each entry of the
 /// kind the commit gives it and, as `look` says, its content; and empties the folders of
 /// submodules. Says which of the commit's paths it removed or found missing (for the checkout
-/// to write again). One read of each folder; each entry's stat data is read relative to its
-/// folder, links never followed.
+/// to write again). One read of each folder, but none of a folder the record says nothing
+/// touched; each entry's stat data is read relative to its folder, links never followed.
 fn remove_unlisted(
     repo: &Repository,
     tree: &git2::Tree,
@@ -257,15 +277,26 @@ fn remove_unlisted(
     let umask = umask();
     // What a checkout gives the folders it makes.
     let mode = 0o755 & !umask;
+    let since = match look {
+        Look::Content(_, since) => since,
+        Look::Names => None,
+    };
     let mut removed = Vec::new();
-    let mut folders = vec![(PathBuf::new(), tree.id())];
-    while let Some((rel, id)) = folders.pop() {
-        let listed = repo.find_tree(id)?;
+    let mut folders = vec![Folder {
+        rel: PathBuf::new(),
+        id: tree.id(),
+        was: since.map(|s| s.tree),
+        above: true,
+    }];
+    while let Some(folder) = folders.pop() {
+        let rel = &folder.rel;
+        let listed = repo.find_tree(folder.id)?;
+        let top = rel.as_os_str().is_empty();
         // The top by its own name: `join("")`'s trailing slash would follow a link there.
-        let dir = if rel.as_os_str().is_empty() {
+        let dir = if top {
             root.to_path_buf()
         } else {
-            root.join(&rel)
+            root.join(rel)
         };
         let io = |e: std::io::Error| SetupError::Io(dir.clone(), e);
         let meta = std::fs::symlink_metadata(&dir).map_err(io)?;
@@ -273,17 +304,49 @@ fn remove_unlisted(
             // Only the top can be anything else here: a link where the tree was.
             return Err(io(std::io::Error::other("not a folder")));
         }
-        with_mode(&dir, &meta, mode).map_err(io)?;
-        let mut names = std::collections::HashMap::with_capacity(listed.len());
         for entry in listed.iter() {
-            let name = entry.name_bytes();
-            if name.is_empty() || name == b"." || name == b".." || name.contains(&b'/') {
+            if leaves_folder(entry.name_bytes()) {
                 // No git writes such a name: the slot is not trusted.
                 return Err(io(std::io::Error::other(
                     "a tree entry's name leaves its folder",
                 )));
             }
-            names.insert(name.to_vec(), (entry.filemode(), entry.id(), false));
+        }
+        // Whether this folder is, since the record, the one that was at its path then: the top
+        // is the top; any other, and each folder above it, last changed before the record (a
+        // rename moves the change time of what it moves, and of the folders it changes).
+        let here = since.filter(|s| top || (folder.above && s.older(&meta)));
+        // The record's tree here is this folder's: then an entry that last changed before the
+        // record holds what the commit gives it.
+        let same = here.is_some() && folder.was == Some(folder.id);
+        if same && !top {
+            // Its names are the record's: each is looked up, and the folder is not read.
+            if let Some(inside) = untouched(&dir, rel, &listed, here, umask).map_err(io)? {
+                with_mode(&dir, &meta, mode).map_err(io)?;
+                folders.extend(inside);
+                continue;
+            }
+        }
+        with_mode(&dir, &meta, mode).map_err(io)?;
+        // The record's tree here, where it differs: what of it each entry had then.
+        let was = match (here, same, folder.was) {
+            (Some(_), false, Some(was)) => repo.find_tree(was).ok(),
+            _ => None,
+        };
+        let was_of = |name: &[u8], id: Oid| {
+            if same {
+                Some(id)
+            } else {
+                was.as_ref()
+                    .and_then(|t| t.get_name_bytes(name).map(|e| e.id()))
+            }
+        };
+        let mut names = std::collections::HashMap::with_capacity(listed.len());
+        for entry in listed.iter() {
+            names.insert(
+                entry.name_bytes().to_vec(),
+                (entry.filemode(), entry.id(), false),
+            );
         }
         for found in std::fs::read_dir(&dir).map_err(io)? {
             let found = found.map_err(io)?;
@@ -292,7 +355,7 @@ fn remove_unlisted(
             let fail = |e: std::io::Error| SetupError::Io(path.clone(), e);
             let Some((filemode, id, seen)) = names.get_mut(name.as_bytes()) else {
                 // The work tree's own link to its git dir stays.
-                if !(rel.as_os_str().is_empty() && name == ".git") {
+                if !(top && name == ".git") {
                     remove_forcibly(&path).map_err(fail)?;
                 }
                 continue;
@@ -300,9 +363,18 @@ fn remove_unlisted(
             *seen = true;
             let sub = rel.join(&name);
             let kind = found.file_type().map_err(fail)?;
+            // What the entry holds, if it is what the record's tree had here.
+            let kept_since = |meta: &std::fs::Metadata| {
+                here.is_some_and(|s| s.older(meta)) && was_of(name.as_bytes(), *id) == Some(*id)
+            };
             let keep = match (*filemode, look) {
                 (0o040000, _) if kind.is_dir() => {
-                    folders.push((sub.clone(), *id));
+                    folders.push(Folder {
+                        rel: sub.clone(),
+                        id: *id,
+                        was: was_of(name.as_bytes(), *id),
+                        above: here.is_some(),
+                    });
                     true
                 }
                 // A submodule's folder is empty in a fresh checkout, with a folder's mode.
@@ -317,20 +389,19 @@ fn remove_unlisted(
                 }
                 (0o120000, Look::Names) => kind.is_symlink(),
                 (0o100644 | 0o100755, Look::Names) => kind.is_file(),
-                (0o120000, Look::Content(recorded)) if kind.is_symlink() => {
+                (0o120000, Look::Content(recorded, _)) if kind.is_symlink() => {
                     let meta = found.metadata().map_err(fail)?;
-                    recorded.holds(&sub, &path, &meta, *id)
+                    kept_since(&meta) || recorded.holds(&sub, &path, &meta, *id)
                 }
                 // A file as a checkout writes it: its own (no other name shares it, which a
                 // write would change too), with the mode the commit gives it and its content.
                 // A pipe, a socket, another mode or a second name goes, and the checkout
                 // writes it.
-                (file @ (0o100644 | 0o100755), Look::Content(recorded)) if kind.is_file() => {
+                (file @ (0o100644 | 0o100755), Look::Content(recorded, _)) if kind.is_file() => {
                     let meta = found.metadata().map_err(fail)?;
                     meta.nlink() == 1
-                        && meta.permissions().mode() & 0o7777
-                            == u32::try_from(file & 0o777).unwrap_or(0) & !umask
-                        && recorded.holds(&sub, &path, &meta, *id)
+                        && meta.permissions().mode() & 0o7777 == file_mode(file, umask)
+                        && (kept_since(&meta) || recorded.holds(&sub, &path, &meta, *id))
                 }
                 _ => false,
             };
@@ -347,6 +418,87 @@ fn remove_unlisted(
         }
     }
     Ok(removed)
+}
+
+/// A folder the sweep has yet to look at.
+struct Folder {
+    /// Its path in the tree.
+    rel: PathBuf,
+    /// The commit's tree there.
+    id: Oid,
+    /// The record's tree there, if the record has one and a folder there.
+    was: Option<Oid>,
+    /// Whether each folder above it but the top last changed before the record.
+    above: bool,
+}
+
+/// Whether a tree entry's name is one no git writes, as it would lead out of its folder.
+fn leaves_folder(name: &[u8]) -> bool {
+    name.is_empty() || name == b"." || name == b".." || name.contains(&b'/')
+}
+
+/// The mode a checkout gives a file of the tree's `filemode`.
+fn file_mode(filemode: i32, umask: u32) -> u32 {
+    u32::try_from(filemode & 0o777).unwrap_or(0) & !umask
+}
+
+/// The folders inside the folder at `dir` (`rel` in the tree, whose names have not changed
+/// since the record, which holds `listed` there) when each of its entries is still what the
+/// record found there: of the kind and mode the commit gives it, a file with no other name,
+/// and (but for a folder) last changed before the record. `None` when one is not (the folder
+/// is then looked at closely).
+fn untouched(
+    dir: &Path,
+    rel: &Path,
+    listed: &git2::Tree,
+    since: Option<&CleanSince>,
+    umask: u32,
+) -> std::io::Result<Option<Vec<Folder>>> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    let Some(since) = since else {
+        return Ok(None);
+    };
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(dir, flags, Mode::empty())?;
+    let mut inside = Vec::new();
+    for entry in listed.iter() {
+        let name = std::ffi::OsStr::from_bytes(entry.name_bytes());
+        let Ok(stat) = rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) else {
+            return Ok(None);
+        };
+        let kind = FileType::from_raw_mode(stat.st_mode);
+        let fits = match entry.filemode() {
+            0o040000 => kind == FileType::Directory,
+            0o120000 => kind == FileType::Symlink,
+            file @ (0o100644 | 0o100755) => {
+                kind == FileType::RegularFile
+                    && links_of(&stat) == 1
+                    && stat.st_mode & 0o7777 == file_mode(file, umask)
+            }
+            // A submodule's folder, or what no checkout writes: looked at closely.
+            _ => false,
+        };
+        // A folder inside is the one that was there (this folder's names have not changed);
+        // whether its own have is for its own look.
+        if !fits || (kind != FileType::Directory && !since.older_stat(&stat)) {
+            return Ok(None);
+        }
+        if kind == FileType::Directory {
+            inside.push(Folder {
+                rel: rel.join(name),
+                id: entry.id(),
+                was: Some(entry.id()),
+                above: true,
+            });
+        }
+    }
+    Ok(Some(inside))
+}
+
+/// How many names the file whose stat data is `stat` has.
+#[allow(clippy::useless_conversion)] // a narrower type on some platforms
+fn links_of(stat: &rustix::fs::Stat) -> u64 {
+    u64::from(stat.st_nlink)
 }
 
 /// Gives the folder at `path` (whose stat data is `meta`) the mode `mode`, if it has another.
@@ -378,6 +530,7 @@ pub(super) fn clear(repo: &Repository, k: usize) {
     // next `worktree add` of this name.
     let _ = remove_forcibly(&repo.commondir().join("worktrees").join(name_of(k)));
     let _ = remove_forcibly(&path_of(repo, k));
+    clean_since::forget(&record_of(repo, k));
 }
 
 fn delete_branch(repo: &Repository, branch: &str) {

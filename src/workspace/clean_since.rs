@@ -1,0 +1,113 @@
+//! A pooled tree's record of the moment it was last known to be exactly a commit's tree, so
+//! that the next take need not look again at what nothing touched since.
+//!
+//! Every write, truncation, chmod, link, unlink or rename moves the change time of the inode
+//! it touches (and of the folder whose entries it changes) to the clock's now, and no process
+//! can set a change time back. The record is written after a take made the tree exact and
+//! before the run sees it; its own change time is then the line: an entry whose change time is
+//! older, in folders whose change times are older too, is the entry that was there, holding
+//! what it held. The record lives beside the slot, outside the work tree, where nothing a run
+//! starts may write; each take removes it first, so only a take that ends well leaves one.
+//!
+//! It is trusted only where the filesystem keeps change times as Linux's local filesystems do
+//! (moving them on a rename too), and not at all where `core.trustctime` says not to.
+
+use git2::Oid;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+/// What a record says: when the tree was last exact, and which tree it held then.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CleanSince {
+    /// The record's change time (seconds, nanoseconds): whatever changed after the record was
+    /// written has a change time as late or later.
+    before: (i64, i64),
+    /// The tree the work tree held exactly when the record was written.
+    pub tree: Oid,
+}
+
+impl CleanSince {
+    /// Whether the entry whose stat data is `meta` was last changed before the record.
+    pub fn older(&self, meta: &std::fs::Metadata) -> bool {
+        (meta.ctime(), meta.ctime_nsec()) < self.before
+    }
+
+    /// `older`, for stat data read relative to a folder.
+    // The fields' types are narrower or unsigned on some platforms.
+    #[allow(clippy::useless_conversion)]
+    pub fn older_stat(&self, stat: &rustix::fs::Stat) -> bool {
+        let nanos = i64::try_from(stat.st_ctime_nsec).unwrap_or(i64::MAX);
+        (i64::from(stat.st_ctime), nanos) < self.before
+    }
+}
+
+/// Filesystems (`statfs` magic numbers) whose change times the kernel alone sets, on every
+/// change of an inode including a rename: ext2/3/4, XFS, Btrfs, tmpfs, overlayfs, F2FS, ZFS.
+const KEEP_CHANGE_TIMES: [u64; 7] = [
+    0xef53,
+    0x5846_5342,
+    0x9123_683e,
+    0x0102_1994,
+    0x794c_7630,
+    0xf2f5_2010,
+    0x2fc1_2fc1,
+];
+
+/// Takes the record at `record` of the work tree at `root`, removing it whatever it says:
+/// `None` when there is none, it cannot be read, it is of another folder than `root` (one put
+/// in its place), or `root`'s filesystem does not keep change times as the record needs.
+pub(super) fn take(record: &Path, root: &Path) -> Option<CleanSince> {
+    let meta = std::fs::symlink_metadata(record).ok();
+    let text = meta
+        .as_ref()
+        .filter(|m| m.is_file() && m.nlink() == 1)
+        .and_then(|_| std::fs::read_to_string(record).ok());
+    if meta.is_some() {
+        let _ = crate::leftovers::remove_forcibly(record);
+    }
+    let (meta, text) = (meta?, text?);
+    let mut fields = text.split_whitespace();
+    let tree = Oid::from_str(fields.next()?).ok()?;
+    let dev: u64 = fields.next()?.parse().ok()?;
+    let ino: u64 = fields.next()?.parse().ok()?;
+    let top = std::fs::symlink_metadata(root).ok()?;
+    if fields.next().is_some() || !top.is_dir() || (top.dev(), top.ino()) != (dev, ino) {
+        return None;
+    }
+    keeps_change_times(root).then_some(CleanSince {
+        before: (meta.ctime(), meta.ctime_nsec()),
+        tree,
+    })
+}
+
+/// Writes the record that the work tree at `root` holds exactly `tree` now. A record that
+/// cannot be written is none: the next take then looks at everything.
+pub(super) fn write(record: &Path, root: &Path, tree: Oid) {
+    let _ = crate::leftovers::remove_forcibly(record);
+    let Ok(top) = std::fs::symlink_metadata(root) else {
+        return;
+    };
+    let text = format!("{tree} {} {}\n", top.dev(), top.ino());
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(record)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
+    if written.is_err() {
+        let _ = crate::leftovers::remove_forcibly(record);
+    }
+}
+
+/// Removes the record at `record`, if there is one: the tree is no longer known to be exact.
+pub(super) fn forget(record: &Path) {
+    let _ = crate::leftovers::remove_forcibly(record);
+}
+
+fn keeps_change_times(root: &Path) -> bool {
+    rustix::fs::statfs(root).is_ok_and(|fs| {
+        // The magic number's width differs by platform; its value fits 32 bits.
+        #[allow(clippy::unnecessary_cast)]
+        let magic = fs.f_type as u64 & 0xffff_ffff;
+        KEEP_CHANGE_TIMES.contains(&magic)
+    })
+}
