@@ -688,6 +688,28 @@ fn folders_and_files_swapped_by_name_are_not_left_for_the_next_run() {
     );
 }
 
+/// The line of the pooled tree's record is kept in its text: a chmod or a touch of the record
+/// after a change (which a sandbox of Landlock alone lets a run make beside its tree) does not
+/// move it past the change.
+#[test]
+fn a_record_touched_after_a_change_does_not_hide_it() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let args = ["--test-cmd", CHECK];
+    let first = env.fix_scripted(&repo, "agent/one", json!([end_turn("Done.")]), &args);
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    std::fs::write(tree.join("src/pkg/mod.py"), "VALUE = 2\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let record = repo.join(".git/agent-git/pool-1.clean");
+    let mode = std::fs::metadata(&record).unwrap().permissions().mode();
+    std::fs::set_permissions(&record, std::fs::Permissions::from_mode(mode)).unwrap();
+    let file = std::fs::File::options().write(true).open(&record).unwrap();
+    file.set_modified(std::time::SystemTime::now()).unwrap();
+    drop(file);
+    sees_the_base_module(&env, &repo, &tree, &args);
+}
+
 /// The record of when the pooled tree was last exact is out of the run's reach, and speaks
 /// of one folder: another put in its place, however old its insides, is looked at whole.
 #[test]

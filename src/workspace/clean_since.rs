@@ -4,13 +4,18 @@
 //! Every write, truncation, chmod, link, unlink or rename moves the change time of the inode
 //! it touches (and of the folder whose entries it changes) to the clock's now, and no process
 //! can set a change time back. The record is written after a take made the tree exact and
-//! before the run sees it; its own change time is then the line: an entry whose change time is
-//! older, in folders whose change times are older too, is the entry that was there, holding
-//! what it held. The record lives beside the slot, outside the work tree, where nothing a run
-//! starts may write; each take removes it first, so only a take that ends well leaves one.
+//! before the run sees it; the line is the change time of a file made for the purpose just
+//! before, kept in the record's text (the record's own change time moves with a chmod or a
+//! touch, which a sandbox of Landlock alone lets a run do to a file beside its tree). An entry
+//! whose change time is older, in folders whose change times are older too, is the entry that
+//! was there, holding what it held. The record lives beside the slot, outside the work tree,
+//! where nothing a run starts may write; each take removes it first, so only a take that ends
+//! well leaves one.
 //!
 //! It is trusted only where the filesystem keeps change times as Linux's local filesystems do
-//! (moving them on a rename too), and not at all where `core.trustctime` says not to.
+//! (moving them on a rename too), on the device of the slot (not on what is mounted inside),
+//! within the boot that wrote it and while the clock has not gone back past it, and not at all
+//! where `core.trustctime` says not to.
 
 use git2::Oid;
 use std::os::unix::fs::MetadataExt;
@@ -19,9 +24,11 @@ use std::path::Path;
 /// What a record says: when the tree was last exact, and which tree it held then.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct CleanSince {
-    /// The record's change time (seconds, nanoseconds): whatever changed after the record was
-    /// written has a change time as late or later.
+    /// The line (seconds, nanoseconds): whatever changed after the record was written has a
+    /// change time as late or later.
     before: (i64, i64),
+    /// The device of the slot: an entry on another (mounted inside) is not judged by it.
+    device: u64,
     /// The tree the work tree held exactly when the record was written.
     pub tree: Oid,
 }
@@ -29,7 +36,7 @@ pub(super) struct CleanSince {
 impl CleanSince {
     /// Whether the entry whose stat data is `meta` was last changed before the record.
     pub fn older(&self, meta: &std::fs::Metadata) -> bool {
-        (meta.ctime(), meta.ctime_nsec()) < self.before
+        meta.dev() == self.device && (meta.ctime(), meta.ctime_nsec()) < self.before
     }
 
     /// `older`, for stat data read relative to a folder.
@@ -37,7 +44,7 @@ impl CleanSince {
     #[allow(clippy::useless_conversion)]
     pub fn older_stat(&self, stat: &rustix::fs::Stat) -> bool {
         let nanos = i64::try_from(stat.st_ctime_nsec).unwrap_or(i64::MAX);
-        (i64::from(stat.st_ctime), nanos) < self.before
+        u64::from(stat.st_dev) == self.device && (i64::from(stat.st_ctime), nanos) < self.before
     }
 }
 
@@ -54,28 +61,42 @@ const KEEP_CHANGE_TIMES: [u64; 7] = [
 ];
 
 /// Takes the record at `record` of the work tree at `root`, removing it whatever it says:
-/// `None` when there is none, it cannot be read, it is of another folder than `root` (one put
-/// in its place), or `root`'s filesystem does not keep change times as the record needs.
+/// `None` when there is none, it cannot be read or removed, it is of another folder than
+/// `root` (one put in its place) or of another boot, the clock is now before its line, or
+/// `root`'s filesystem does not keep change times as the record needs.
 pub(super) fn take(record: &Path, root: &Path) -> Option<CleanSince> {
-    let meta = std::fs::symlink_metadata(record).ok();
-    let text = meta
-        .as_ref()
-        .filter(|m| m.is_file() && m.nlink() == 1)
-        .and_then(|_| std::fs::read_to_string(record).ok());
-    if meta.is_some() {
-        let _ = crate::leftovers::remove_forcibly(record);
-    }
-    let (meta, text) = (meta?, text?);
+    let meta = std::fs::symlink_metadata(record).ok()?;
+    let text = (meta.is_file() && meta.nlink() == 1)
+        .then(|| std::fs::read_to_string(record).ok())
+        .flatten();
+    // One that stays would be read again by a take that did not write it.
+    crate::leftovers::remove_forcibly(record).ok()?;
+    let text = text?;
     let mut fields = text.split_whitespace();
-    let tree = Oid::from_str(fields.next()?).ok()?;
-    let dev: u64 = fields.next()?.parse().ok()?;
-    let ino: u64 = fields.next()?.parse().ok()?;
-    let top = std::fs::symlink_metadata(root).ok()?;
-    if fields.next().is_some() || !top.is_dir() || (top.dev(), top.ino()) != (dev, ino) {
+    let mut next = || fields.next();
+    let tree = Oid::from_str(next()?).ok()?;
+    let (dev, ino): (u64, u64) = (next()?.parse().ok()?, next()?.parse().ok()?);
+    let before: (i64, i64) = (next()?.parse().ok()?, next()?.parse().ok()?);
+    let boot = next()?.to_string();
+    if next().is_some() || boot != boot_id()? {
         return None;
     }
-    keeps_change_times(root).then_some(CleanSince {
-        before: (meta.ctime(), meta.ctime_nsec()),
+    let top = std::fs::symlink_metadata(root).ok()?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    let now = (
+        i64::try_from(now.as_secs()).ok()?,
+        i64::from(now.subsec_nanos()),
+    );
+    let trusted = top.is_dir()
+        && (top.dev(), top.ino()) == (dev, ino)
+        && meta.dev() == dev
+        && before <= now
+        && keeps_change_times(root);
+    trusted.then_some(CleanSince {
+        before,
+        device: dev,
         tree,
     })
 }
@@ -83,24 +104,44 @@ pub(super) fn take(record: &Path, root: &Path) -> Option<CleanSince> {
 /// Writes the record that the work tree at `root` holds exactly `tree` now. A record that
 /// cannot be written is none: the next take then looks at everything.
 pub(super) fn write(record: &Path, root: &Path, tree: Oid) {
-    let _ = crate::leftovers::remove_forcibly(record);
-    let Ok(top) = std::fs::symlink_metadata(root) else {
+    forget(record);
+    let (Ok(top), Some(boot)) = (std::fs::symlink_metadata(root), boot_id()) else {
         return;
     };
-    let text = format!("{tree} {} {}\n", top.dev(), top.ino());
+    // The line: the change time of a file made now, on the record's filesystem.
+    let mark = record.with_extension("mark");
+    forget(&mark);
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&mark)
+        .and_then(|file| file.metadata());
+    forget(&mark);
+    let Ok(made) = made else {
+        return;
+    };
+    let (line, nanos) = (made.ctime(), made.ctime_nsec());
+    let text = format!("{tree} {} {} {line} {nanos} {boot}\n", top.dev(), top.ino());
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(record)
         .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
     if written.is_err() {
-        let _ = crate::leftovers::remove_forcibly(record);
+        forget(record);
     }
 }
 
 /// Removes the record at `record`, if there is one: the tree is no longer known to be exact.
 pub(super) fn forget(record: &Path) {
     let _ = crate::leftovers::remove_forcibly(record);
+}
+
+/// This boot's id: change times of another boot may come from a clock set otherwise.
+fn boot_id() -> Option<String> {
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty() && !id.contains(char::is_whitespace)).then(|| id.to_string())
 }
 
 fn keeps_change_times(root: &Path) -> bool {

@@ -146,28 +146,45 @@ fn in_slot(
 /// cannot be trusted, a fresh checkout in its place.
 fn fill(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupError> {
     let path = path_of(repo, k);
-    let tree = match reuse(repo, k, branch) {
+    if let Ok((tree, exact, trust_ctime)) = reuse(repo, k, branch) {
         // A handle of its own for the run: the one that made the tree clean holds the index
         // it read (tens of MiB on a large repository) until the first commit needs it again.
-        Ok(tree) => {
-            drop(tree);
-            Repository::open(&path)?
+        drop(tree);
+        // Exact now, and nothing of the run has touched it yet.
+        if trust_ctime {
+            clean_since::write(&record_of(repo, k), &path, exact);
         }
-        Err(_) => {
-            clear(repo, k);
-            super::setup::add_work_tree(repo, &name_of(k), &path, branch)?;
-            Repository::open(&path)?
-        }
+        return Ok(Repository::open(&path)?);
+    }
+    clear(repo, k);
+    let tip = |r: &Repository| -> Option<Oid> {
+        let branch = r.find_branch(branch, BranchType::Local).ok()?;
+        Some(branch.get().peel_to_tree().ok()?.id())
     };
-    // Exact now, and nothing of the run has touched it yet.
-    let exact = tree.head()?.peel_to_tree()?.id();
-    clean_since::write(&record_of(repo, k), &path, exact);
+    let before = tip(repo);
+    super::setup::add_work_tree(repo, &name_of(k), &path, branch)?;
+    let tree = Repository::open(&path)?;
+    // The tree the checkout wrote, if the branch did not move while it ran.
+    match (before, tip(&tree)) {
+        (Some(before), Some(after)) if before == after && trusts_ctime(&tree) => {
+            clean_since::write(&record_of(repo, k), &path, after);
+        }
+        _ => {}
+    }
     Ok(tree)
 }
 
+/// Whether `tree`'s repository trusts change times (`core.trustctime`, true unless set; not
+/// where its config cannot be read).
+fn trusts_ctime(tree: &Repository) -> bool {
+    tree.config()
+        .is_ok_and(|c| !c.get_bool("core.trustctime").is_ok_and(|trust| !trust))
+}
+
 /// The pooled tree of slot `k`, emptied of whatever an earlier run left and checked out on
-/// `branch`: only the paths that differ from the commit it holds are written.
-fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupError> {
+/// `branch`: only the paths that differ from the commit it holds are written. With it, the
+/// tree it now holds exactly, and whether the repository trusts change times.
+fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<(Repository, Oid, bool), SetupError> {
     let path = path_of(repo, k);
     let admin = repo.commondir().join("worktrees").join(name_of(k));
     if !admin.join("HEAD").is_file() || !path.is_dir() {
@@ -183,10 +200,7 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     // Where the repository says not to trust a file's change time, a file rewritten at its
     // old size and modification time looks unchanged: then no stat data is kept, and every
     // file is read.
-    let distrust = tree
-        .config()?
-        .get_bool("core.trustctime")
-        .is_ok_and(|trust| !trust);
+    let distrust = !trusts_ctime(&tree);
     super::index_of(&mut index, &held, distrust)?;
     super::compact_index(&mut index)?;
     let recorded = Recorded::of(&tree, &index, !distrust);
@@ -218,8 +232,9 @@ fn reuse(repo: &Repository, k: usize, branch: &str) -> Result<Repository, SetupE
     let turn = super::setup::worktrees_lock(repo);
     tree.set_head(&format!("refs/heads/{branch}"))?;
     drop(turn);
+    let exact = target.id();
     drop((held, target, index));
-    Ok(tree)
+    Ok((tree, exact, !distrust))
 }
 
 /// Slot `k`'s tree, opened through a link to its git dir written again: a run may have
@@ -321,7 +336,7 @@ fn remove_unlisted(
         let same = here.is_some() && folder.was == Some(folder.id);
         if same && !top {
             // Its names are the record's: each is looked up, and the folder is not read.
-            if let Some(inside) = untouched(&dir, rel, &listed, here, umask).map_err(io)? {
+            if let Some(inside) = untouched(&dir, rel, &listed, here, umask) {
                 with_mode(&dir, &meta, mode).map_err(io)?;
                 folders.extend(inside);
                 continue;
@@ -453,19 +468,16 @@ fn untouched(
     listed: &git2::Tree,
     since: Option<&CleanSince>,
     umask: u32,
-) -> std::io::Result<Option<Vec<Folder>>> {
+) -> Option<Vec<Folder>> {
     use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-    let Some(since) = since else {
-        return Ok(None);
-    };
+    let since = since?;
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let fd = rustix::fs::open(dir, flags, Mode::empty())?;
+    // A folder that cannot be opened so is read as any other.
+    let fd = rustix::fs::open(dir, flags, Mode::empty()).ok()?;
     let mut inside = Vec::new();
     for entry in listed.iter() {
         let name = std::ffi::OsStr::from_bytes(entry.name_bytes());
-        let Ok(stat) = rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) else {
-            return Ok(None);
-        };
+        let stat = rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
         let kind = FileType::from_raw_mode(stat.st_mode);
         let fits = match entry.filemode() {
             0o040000 => kind == FileType::Directory,
@@ -481,7 +493,7 @@ fn untouched(
         // A folder inside is the one that was there (this folder's names have not changed);
         // whether its own have is for its own look.
         if !fits || (kind != FileType::Directory && !since.older_stat(&stat)) {
-            return Ok(None);
+            return None;
         }
         if kind == FileType::Directory {
             inside.push(Folder {
@@ -492,7 +504,7 @@ fn untouched(
             });
         }
     }
-    Ok(Some(inside))
+    Some(inside)
 }
 
 /// How many names the file whose stat data is `stat` has.
