@@ -373,6 +373,11 @@ fn beside_baseline(
         });
         let checked_out = work_tree(&plan.repo, &WorkTreePlan::from(&*plan), resuming);
         let started = confirm_start(plan, checked_out, resuming, progress);
+        // While the base's tests run, what reading their output and the first brief need.
+        scope.spawn(|| {
+            crate::testrun::warm_up();
+            crate::brief::warm_up();
+        });
         let Some(testing) = testing else {
             return started.map(|(workspace, slot, _)| (workspace, slot, None));
         };

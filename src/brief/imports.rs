@@ -22,6 +22,11 @@ struct Patterns {
     go_path: Regex,
 }
 
+/// Compiles the patterns now, so that their first use does not wait for them.
+pub(super) fn warm_up() {
+    let _ = patterns();
+}
+
 fn patterns() -> &'static Patterns {
     static PATTERNS: OnceLock<Patterns> = OnceLock::new();
     PATTERNS.get_or_init(|| {

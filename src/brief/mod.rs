@@ -18,6 +18,13 @@ pub use instructions::{Instructions, INSTRUCTION_FILES, MAX_INSTRUCTION_BYTES};
 pub use map::repo_map;
 pub use rank::Focus;
 
+/// Compiles the patterns that reading failures for the brief needs, so that the first brief
+/// does not wait for them: for a thread of its own while the base's tests run.
+pub fn warm_up() {
+    frames::warm_up();
+    imports::warm_up();
+}
+
 use crate::testrun::TestResult;
 
 /// Reads a file of the base commit as text.

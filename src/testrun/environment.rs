@@ -238,6 +238,11 @@ struct Signs {
     cargo_offline: Regex,
 }
 
+/// Compiles the patterns now, so that their first use does not wait for them.
+pub(super) fn warm_up() {
+    let _ = signs();
+}
+
 fn signs() -> &'static Signs {
     static SIGNS: OnceLock<Signs> = OnceLock::new();
     SIGNS.get_or_init(|| {

@@ -16,6 +16,14 @@ pub use environment::TreeFacts;
 pub use inventory::{Inventory, Unstable};
 pub use parse::{node_dot_counts, parse_output, pytest_summary, Counts, Failure, Parsed};
 
+/// Compiles the patterns that reading a test run's output needs (tens of milliseconds), so
+/// that the first read does not wait for them: for a thread of its own while tests run.
+pub fn warm_up() {
+    parse::warm_up();
+    cases::warm_up();
+    environment::warm_up();
+}
+
 use std::time::Duration;
 
 /// The built-in runner for Python projects: standard library only.
