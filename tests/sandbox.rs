@@ -616,9 +616,9 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         "the killed run left its temp dirs"
     );
     assert_eq!(leftovers(&repo.join(".git/agent-git")).len(), 0);
-    // The run's lease, the pooled tree it held with that slot's lock, the note that its
-    // branch has no report (so that `runs` still lists it), and the lock runs take turns on
-    // to add work trees.
+    // The run's lease, the pooled tree it held with that slot's lock and the record of when
+    // its take left it exact, the note that its branch has no report (so that `runs` still
+    // lists it), and the lock runs take turns on to add work trees.
     let entries = |dir: &std::path::Path| -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .map(|d| {
@@ -631,7 +631,8 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         names
     };
     let held = entries(&repo.join(".git/agent-git"));
-    assert_eq!(held.len(), 5, "{held:?}");
+    assert_eq!(held.len(), 6, "{held:?}");
+    assert!(held.iter().any(|n| n == "pool-1.clean"), "{held:?}");
     assert!(held.iter().any(|n| n == "worktrees.lock"), "{held:?}");
     assert!(held.iter().any(|n| n == "pool-1") && held.iter().any(|n| n == "pool-1.lease"));
     assert!(held.iter().any(|n| n == "unreported"), "{held:?}");
@@ -683,6 +684,7 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         entries(&repo.join(".git/agent-git")),
         [
             "pool-1",
+            "pool-1.clean",
             "pool-1.lease",
             "rooms",
             "unreported",
