@@ -69,6 +69,9 @@ fn all_committed(repo: &Repository) -> Result<bool, git2::Error> {
     const STAGE: u16 = 0x3000;
     // The folders seen to be real folders (not links) so far.
     let mut folders: HashSet<Vec<u8>> = HashSet::new();
+    // The folder the last file was in, open: the index lists a folder's files together, so
+    // each file's stat data is read relative to it, not by resolving its whole path again.
+    let mut open: Option<(Vec<u8>, std::fs::File)> = None;
     for entry in index.iter() {
         if entry.flags & STAGE != 0 {
             return Ok(false);
@@ -79,9 +82,30 @@ fn all_committed(repo: &Repository) -> Result<bool, git2::Error> {
         if !folders_are_real(workdir, &entry.path, &mut folders) {
             return Ok(false);
         }
-        let path = workdir.join(OsStr::from_bytes(&entry.path));
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if recorded.stamped(&entry, &meta) => {}
+        let (folder, name) = match entry.path.iter().rposition(|b| *b == b'/') {
+            Some(at) => (&entry.path[..at], &entry.path[at + 1..]),
+            None => (&entry.path[..0], &entry.path[..]),
+        };
+        if open
+            .as_ref()
+            .is_none_or(|(path, _)| path.as_slice() != folder)
+        {
+            let dir = workdir.join(OsStr::from_bytes(folder));
+            let Ok(file) = std::fs::File::open(&dir) else {
+                return Ok(false);
+            };
+            open = Some((folder.to_vec(), file));
+        }
+        let Some((_, dir)) = &open else {
+            return Ok(false);
+        };
+        let stat = rustix::fs::statat(
+            dir,
+            OsStr::from_bytes(name),
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        );
+        match stat {
+            Ok(stat) if recorded.stamped_stat(&entry, &stat) => {}
             _ => return Ok(false),
         }
     }

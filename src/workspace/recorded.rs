@@ -51,19 +51,65 @@ impl<'i> Recorded<'i> {
     /// Whether `entry`'s stat data is `meta`'s, of the same kind and mode, and older than the
     /// index that holds it: then the file is what the entry records.
     pub fn stamped(&self, entry: &IndexEntry, meta: &std::fs::Metadata) -> bool {
+        let kind = if meta.file_type().is_symlink() {
+            Kind::Link
+        } else if meta.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        self.matches(
+            entry,
+            &Seen {
+                kind,
+                mode: meta.mode(),
+                mtime: (meta.mtime(), meta.mtime_nsec()),
+                ctime: (meta.ctime(), meta.ctime_nsec()),
+                size: meta.size(),
+                ino: meta.ino(),
+                uid: meta.uid(),
+                gid: meta.gid(),
+            },
+        )
+    }
+
+    /// `stamped`, for stat data read relative to a folder.
+    // The fields' types are narrower or unsigned on some platforms.
+    #[allow(clippy::useless_conversion)]
+    pub fn stamped_stat(&self, entry: &IndexEntry, stat: &rustix::fs::Stat) -> bool {
+        use rustix::fs::FileType;
+        let kind = match FileType::from_raw_mode(stat.st_mode) {
+            FileType::Symlink => Kind::Link,
+            FileType::RegularFile => Kind::File,
+            _ => Kind::Other,
+        };
+        let nanos = |n| i64::try_from(n).unwrap_or(i64::MAX);
+        self.matches(
+            entry,
+            &Seen {
+                kind,
+                mode: stat.st_mode,
+                mtime: (i64::from(stat.st_mtime), nanos(stat.st_mtime_nsec)),
+                ctime: (i64::from(stat.st_ctime), nanos(stat.st_ctime_nsec)),
+                size: u64::try_from(stat.st_size).unwrap_or(u64::MAX),
+                ino: u64::from(stat.st_ino),
+                uid: stat.st_uid,
+                gid: stat.st_gid,
+            },
+        )
+    }
+
+    fn matches(&self, entry: &IndexEntry, seen: &Seen) -> bool {
         // The index keeps 32 bits of what the kernel gives in 64.
         let low = |n: u64| u32::try_from(n & 0xffff_ffff).unwrap_or(0);
         let seconds = |s: i64| i64::from(i32::try_from(s).unwrap_or(i32::MIN));
         let pair = |t: git2::IndexTime| (i64::from(t.seconds()), i64::from(t.nanoseconds()));
         let mtime = pair(entry.mtime);
-        let kind = if meta.file_type().is_symlink() {
-            0o120000
-        } else if meta.is_file() && meta.mode() & 0o100 != 0 {
-            0o100755
-        } else if meta.is_file() {
-            0o100644
-        } else {
-            0
+        let kind = match seen.kind {
+            Kind::Link => 0o120000,
+            Kind::File if seen.mode & 0o100 != 0 => 0o100755,
+            Kind::File => 0o100644,
+            Kind::Other => 0,
         };
         // An entry git found racily clean when it wrote the index keeps its stat data with
         // the size set to 0 ("smudged"): only a file that is really empty may match it.
@@ -72,14 +118,32 @@ impl<'i> Recorded<'i> {
             && !smudged
             && mtime != (0, 0)
             && entry.mode == kind
-            && mtime == (seconds(meta.mtime()), meta.mtime_nsec())
-            && (!self.trust_ctime
-                || pair(entry.ctime) == (seconds(meta.ctime()), meta.ctime_nsec()))
-            && entry.file_size == low(meta.size())
-            && entry.ino == low(meta.ino())
-            && entry.uid == meta.uid()
-            && entry.gid == meta.gid()
+            && mtime == (seconds(seen.mtime.0), seen.mtime.1)
+            && (!self.trust_ctime || pair(entry.ctime) == (seconds(seen.ctime.0), seen.ctime.1))
+            && entry.file_size == low(seen.size)
+            && entry.ino == low(seen.ino)
+            && entry.uid == seen.uid
+            && entry.gid == seen.gid
     }
+}
+
+/// The kind of entry a file's stat data says it is.
+enum Kind {
+    Link,
+    File,
+    Other,
+}
+
+/// A file's stat data as an index entry records it.
+struct Seen {
+    kind: Kind,
+    mode: u32,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    size: u64,
+    ino: u64,
+    uid: u32,
+    gid: u32,
 }
 
 /// The id of the empty blob (e69de29b…), the only content a size of 0 may stand for.
