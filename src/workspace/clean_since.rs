@@ -1,16 +1,17 @@
 //! A pooled tree's record of the moment it was last known to be exactly a commit's tree, so
 //! that the next take need not look again at what nothing touched since.
 //!
-//! Every write, truncation, chmod, link, unlink or rename moves the change time of the inode
-//! it touches (and of the folder whose entries it changes) to the clock's now, and no process
-//! can set a change time back. The record is written after a take made the tree exact and
-//! before the run sees it; the line is the change time of a file made for the purpose just
-//! before, kept in the record's text (the record's own change time moves with a chmod or a
-//! touch, which a sandbox of Landlock alone lets a run do to a file beside its tree). An entry
-//! whose change time is older, in folders whose change times are older too, is the entry that
-//! was there, holding what it held. The record lives beside the slot, outside the work tree,
-//! where nothing a run starts may write; each take removes it first, so only a take that ends
-//! well leaves one.
+//! Every write, truncation, chmod, link, unlink or rename moves the change time of the inode it
+//! touches (and of the folder whose entries it changes) to the clock's now, and no process can
+//! set a change time back. The record is written after a take made the tree exact and before
+//! the run sees it; the line is the change time of a file made for the purpose just before,
+//! kept in the record's text (the record's own change time moves with a chmod or a touch, which
+//! a sandbox of Landlock alone lets a run do to a file beside its tree). An entry whose change
+//! time is older, in folders whose change times are older too, is the entry that was there,
+//! holding what it held. The record lives beside the slot, outside the work tree, where nothing
+//! a run starts in the sandbox may write (with `--sandbox off`, as with the index whose stat
+//! data the sweep trusts otherwise, a run could forge it); each take removes it first, so only
+//! a take that ends well leaves one.
 //!
 //! It is trusted only where the filesystem keeps change times as Linux's local filesystems do
 //! (moving them on a rename too), on the device of the slot (not on what is mounted inside),
