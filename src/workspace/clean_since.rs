@@ -153,3 +153,75 @@ fn keeps_change_times(root: &Path) -> bool {
         KEEP_CHANGE_TIMES.contains(&magic)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A temp dir with a slot folder in it, and where that folder's record goes.
+    fn recorded() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("slot");
+        std::fs::create_dir(&root).unwrap();
+        let record = dir.path().join("slot.clean");
+        (dir, root, record)
+    }
+
+    fn tree() -> Oid {
+        Oid::from_str("4b825dc642cb6eb9a060e54bf8d69288fbee4904").unwrap()
+    }
+
+    #[test]
+    fn a_record_is_taken_once_and_its_line_is_when_it_was_written() {
+        let (dir, root, record) = recorded();
+        if !keeps_change_times(dir.path()) || boot_id().is_none() {
+            eprintln!("skipped: this filesystem's change times are not trusted here");
+            return;
+        }
+        let before = std::fs::File::create(dir.path().join("before")).unwrap();
+        let before = before.metadata().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write(&record, &root, tree());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let after = std::fs::File::create(dir.path().join("after")).unwrap();
+        let after = after.metadata().unwrap();
+        // A touch of the record after the change does not move the line.
+        let file = std::fs::File::options().write(true).open(&record).unwrap();
+        file.set_modified(std::time::SystemTime::now()).unwrap();
+        drop(file);
+
+        let since = take(&record, &root).expect("the record");
+        assert_eq!(since.tree, tree());
+        assert!(since.older(&before) && !since.older(&after));
+        assert!(!record.exists(), "a record is removed as it is taken");
+        assert!(take(&record, &root).is_none(), "and taken once");
+    }
+
+    #[test]
+    fn a_record_of_another_folder_boot_or_a_later_line_is_not_believed() {
+        let (dir, root, record) = recorded();
+        let top = std::fs::symlink_metadata(&root).unwrap();
+        let boot = boot_id().unwrap_or_default();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let (dev, ino) = (top.dev(), top.ino());
+        for text in [
+            format!("{} {dev} {} {now} 0 {boot}\n", tree(), ino + 1),
+            format!("{} {dev} {ino} {now} 0 another-boot\n", tree()),
+            format!("{} {dev} {ino} {} 0 {boot}\n", tree(), now + 3600),
+            format!("{} {dev} {ino} {now} 0 {boot} more\n", tree()),
+            format!("{} {dev} {ino} {now}\n", tree()),
+            "not a record\n".to_string(),
+        ] {
+            std::fs::write(&record, &text).unwrap();
+            assert!(take(&record, &root).is_none(), "believed: {text}");
+            assert!(!record.exists(), "left: {text}");
+        }
+        // Written by hand, as the take writes it, it is believed (where it may be).
+        std::fs::write(&record, format!("{} {dev} {ino} {now} 0 {boot}\n", tree())).unwrap();
+        let believed = take(&record, &root).is_some();
+        assert_eq!(believed, keeps_change_times(dir.path()) && !boot.is_empty());
+    }
+}
