@@ -540,9 +540,7 @@ fn a_same_size_rewrite_with_its_time_put_back_is_not_left_for_the_next_run() {
     let env = TestEnv::new();
     let repo = repo(&env);
     let args = ["--test-cmd", CHECK];
-    let first = env.fix_scripted(&repo, "agent/one", json!([end_turn("Done.")]), &args);
-    let tree = work_tree(&first.stderr());
-    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    let tree = pooled_after_a_run(&env, &repo, &args);
     // The index written again a tick after its files: no entry is racily clean, so only the
     // stat data can tell.
     std::thread::sleep(std::time::Duration::from_millis(50));
@@ -557,6 +555,14 @@ fn a_same_size_rewrite_with_its_time_put_back_is_not_left_for_the_next_run() {
     drop(file);
 
     sees_the_base_module(&env, &repo, &tree, &args);
+}
+
+/// The pooled tree a run that changed nothing handed back.
+fn pooled_after_a_run(env: &TestEnv, repo: &Path, args: &[&str]) -> PathBuf {
+    let first = env.fix_scripted(repo, "agent/one", json!([end_turn("Done.")]), args);
+    let tree = work_tree(&first.stderr());
+    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    tree
 }
 
 /// A second run on the base takes the pooled tree at `tree` and finds `src/pkg/mod.py` as the
@@ -659,9 +665,7 @@ fn folders_and_files_swapped_by_name_are_not_left_for_the_next_run() {
         ],
     );
     let args = ["--test-cmd", CHECK];
-    let first = env.fix_scripted(&repo, "agent/one", json!([end_turn("Done.")]), &args);
-    let tree = work_tree(&first.stderr());
-    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    let tree = pooled_after_a_run(&env, &repo, &args);
     let swap = |a: &str, b: &str| {
         let (a, b, t) = (tree.join(a), tree.join(b), tree.join("swapping"));
         std::fs::rename(&a, &t).unwrap();
@@ -696,9 +700,7 @@ fn a_record_touched_after_a_change_does_not_hide_it() {
     let env = TestEnv::new();
     let repo = repo(&env);
     let args = ["--test-cmd", CHECK];
-    let first = env.fix_scripted(&repo, "agent/one", json!([end_turn("Done.")]), &args);
-    let tree = work_tree(&first.stderr());
-    assert!(tree.ends_with("agent-git/pool-1"), "{}", first.stderr());
+    let tree = pooled_after_a_run(&env, &repo, &args);
     std::fs::write(tree.join("src/pkg/mod.py"), "VALUE = 2\n").unwrap();
     std::thread::sleep(std::time::Duration::from_millis(20));
     let record = repo.join(".git/agent-git/pool-1.clean");

@@ -51,17 +51,9 @@ impl<'i> Recorded<'i> {
     /// Whether `entry`'s stat data is `meta`'s, of the same kind and mode, and older than the
     /// index that holds it: then the file is what the entry records.
     pub fn stamped(&self, entry: &IndexEntry, meta: &std::fs::Metadata) -> bool {
-        let kind = if meta.file_type().is_symlink() {
-            Kind::Link
-        } else if meta.is_file() {
-            Kind::File
-        } else {
-            Kind::Other
-        };
         self.matches(
             entry,
             &Seen {
-                kind,
                 mode: meta.mode(),
                 mtime: (meta.mtime(), meta.mtime_nsec()),
                 ctime: (meta.ctime(), meta.ctime_nsec()),
@@ -77,17 +69,10 @@ impl<'i> Recorded<'i> {
     // The fields' types are narrower or unsigned on some platforms.
     #[allow(clippy::useless_conversion)]
     pub fn stamped_stat(&self, entry: &IndexEntry, stat: &rustix::fs::Stat) -> bool {
-        use rustix::fs::FileType;
-        let kind = match FileType::from_raw_mode(stat.st_mode) {
-            FileType::Symlink => Kind::Link,
-            FileType::RegularFile => Kind::File,
-            _ => Kind::Other,
-        };
         let nanos = |n| i64::try_from(n).unwrap_or(i64::MAX);
         self.matches(
             entry,
             &Seen {
-                kind,
                 mode: stat.st_mode,
                 mtime: (i64::from(stat.st_mtime), nanos(stat.st_mtime_nsec)),
                 ctime: (i64::from(stat.st_ctime), nanos(stat.st_ctime_nsec)),
@@ -105,11 +90,12 @@ impl<'i> Recorded<'i> {
         let seconds = |s: i64| i64::from(i32::try_from(s).unwrap_or(i32::MIN));
         let pair = |t: git2::IndexTime| (i64::from(t.seconds()), i64::from(t.nanoseconds()));
         let mtime = pair(entry.mtime);
-        let kind = match seen.kind {
-            Kind::Link => 0o120000,
-            Kind::File if seen.mode & 0o100 != 0 => 0o100755,
-            Kind::File => 0o100644,
-            Kind::Other => 0,
+        // The kind from the type bits of the mode, as the index writes it.
+        let kind = match seen.mode & 0o170000 {
+            0o120000 => 0o120000,
+            0o100000 if seen.mode & 0o100 != 0 => 0o100755,
+            0o100000 => 0o100644,
+            _ => 0,
         };
         // An entry git found racily clean when it wrote the index keeps its stat data with
         // the size set to 0 ("smudged"): only a file that is really empty may match it.
@@ -127,16 +113,9 @@ impl<'i> Recorded<'i> {
     }
 }
 
-/// The kind of entry a file's stat data says it is.
-enum Kind {
-    Link,
-    File,
-    Other,
-}
-
 /// A file's stat data as an index entry records it.
 struct Seen {
-    kind: Kind,
+    /// The whole `st_mode`: type bits and permissions.
     mode: u32,
     mtime: (i64, i64),
     ctime: (i64, i64),
