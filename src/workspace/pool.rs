@@ -414,8 +414,7 @@ fn remove_unlisted(
                 // writes it.
                 (file @ (0o100644 | 0o100755), Look::Content(recorded, _)) if kind.is_file() => {
                     let meta = found.metadata().map_err(fail)?;
-                    meta.nlink() == 1
-                        && meta.permissions().mode() & 0o7777 == file_mode(file, umask)
+                    as_written(file, meta.mode(), meta.nlink(), umask)
                         && (kept_since(&meta) || recorded.holds(&sub, &path, &meta, *id))
                 }
                 _ => false,
@@ -452,9 +451,10 @@ fn leaves_folder(name: &[u8]) -> bool {
     name.is_empty() || name == b"." || name == b".." || name.contains(&b'/')
 }
 
-/// The mode a checkout gives a file of the tree's `filemode`.
-fn file_mode(filemode: i32, umask: u32) -> u32 {
-    u32::try_from(filemode & 0o777).unwrap_or(0) & !umask
+/// Whether a file with this `mode` (`st_mode`) and number of names is as a checkout writes a
+/// file of the tree's `filemode`: its own, with the permissions the checkout gives it.
+fn as_written(filemode: i32, mode: u32, links: u64, umask: u32) -> bool {
+    links == 1 && mode & 0o7777 == u32::try_from(filemode & 0o777).unwrap_or(0) & !umask
 }
 
 /// The folders inside the folder at `dir` (`rel` in the tree, whose names have not changed
@@ -484,8 +484,7 @@ fn untouched(
             0o120000 => kind == FileType::Symlink,
             file @ (0o100644 | 0o100755) => {
                 kind == FileType::RegularFile
-                    && links_of(&stat) == 1
-                    && stat.st_mode & 0o7777 == file_mode(file, umask)
+                    && as_written(file, stat.st_mode, links_of(&stat), umask)
             }
             // A submodule's folder, or what no checkout writes: looked at closely.
             _ => false,
