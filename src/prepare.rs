@@ -340,8 +340,30 @@ impl PythonFacts {
     }
 }
 
+/// What python3 prints first, whatever else it is asked: its version and flags, and the
+/// stat data of its executable and of each folder (or zip) it imports from. Installing,
+/// removing or upgrading a package adds or removes entries of a folder on that path, which
+/// moves the folder's change time; a `.pth` file that adds a folder changes the path itself.
+/// Given the stamp of an earlier answer as its argument, it says `same` where nothing of that
+/// moved, and stops there: its facts (reading every installed distribution's metadata, and
+/// importing pytest) cost four times what starting python3 does.
+const PYTHON_STAMP: &str = "\
+import os, sys
+seen = []
+for path in [sys.executable, os.path.realpath(sys.executable)] + sys.path:
+    try:
+        s = os.stat(path)
+        seen.append((path, s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns))
+    except OSError:
+        seen.append((path,))
+stamp = repr((sys.version, tuple(sys.flags), seen))
+print('stamp:' + stamp)
+if sys.argv[1:] == [stamp]:
+    print('same')
+    sys.exit(0)
+";
+
 const PYTHON_FACTS: &str = "\
-import sys
 names = set(getattr(sys, 'stdlib_module_names', ())) | set(sys.builtin_module_names)
 try:
     import importlib.metadata as metadata
@@ -358,18 +380,30 @@ except Exception:
 print('\\n'.join(sorted(n for n in names if n.isidentifier())))
 ";
 
-/// Asks the `python3` on PATH, or `venv`'s; nothing when there is none.
-pub fn python_facts(venv: Option<&std::path::Path>) -> PythonFacts {
+/// What python3 answered: its facts and the stamp they go with, or that nothing moved since
+/// the stamp it was given.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Same,
+    Facts(PythonFacts, String),
+}
+
+/// Asks the `python3` on PATH, or `venv`'s: its facts, unless `known` (the stamp of an earlier
+/// answer) is still its stamp. Default facts, with no stamp, when there is none or it fails.
+fn ask_python(venv: Option<&std::path::Path>, known: Option<&str>) -> Answer {
+    let failed = || Answer::Facts(PythonFacts::default(), String::new());
     let python = venv.map_or(PathBuf::from("python3"), |v| v.join("bin/python3"));
     // Unconfined, so nothing of the repository may be importable: isolated mode (no script
     // or current folder on sys.path, no PYTHON* variables, no user site, as the tests have
     // it) in an empty folder. A `csv.py` or `pytest.py` in the checkout is never run.
     let Ok(empty) = tempfile::tempdir() else {
-        return PythonFacts::default();
+        return failed();
     };
     use std::os::unix::process::CommandExt;
+    let script = format!("{PYTHON_STAMP}{PYTHON_FACTS}");
     let out = std::process::Command::new(python)
-        .args(["-I", "-c", PYTHON_FACTS])
+        .args(["-I", "-c", &script])
+        .args(known)
         // Asked beside a run, it must not die of the Ctrl-C that the run answers with a report:
         // an answer cut short would be taken for python3's.
         .process_group(0)
@@ -378,16 +412,33 @@ pub fn python_facts(venv: Option<&std::path::Path>) -> PythonFacts {
         .stderr(std::process::Stdio::null())
         .output();
     let Some(out) = out.ok().filter(|o| o.status.success()) else {
-        return PythonFacts::default();
+        return failed();
     };
     let text = String::from_utf8_lossy(&out.stdout);
-    let (dists, rest): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with("dist:"));
+    let mut lines = text.lines();
+    let Some(stamp) = lines.next().and_then(|l| l.strip_prefix("stamp:")) else {
+        return failed();
+    };
+    let rest: Vec<&str> = lines.collect();
+    if rest == ["same"] && known == Some(stamp) {
+        return Answer::Same;
+    }
+    let (dists, rest): (Vec<&str>, Vec<&str>) = rest.iter().partition(|l| l.starts_with("dist:"));
     let mut distributions: Vec<String> = dists.iter().map(|d| d[5..].to_string()).collect();
     distributions.sort();
-    PythonFacts {
+    let facts = PythonFacts {
         pytest: rest.first() == Some(&"pytest"),
         modules: rest.iter().skip(1).map(|l| l.to_string()).collect(),
         distributions,
+    };
+    Answer::Facts(facts, stamp.to_string())
+}
+
+/// Asks the `python3` on PATH, or `venv`'s; nothing when there is none.
+pub fn python_facts(venv: Option<&std::path::Path>) -> PythonFacts {
+    match ask_python(venv, None) {
+        Answer::Facts(facts, _) => facts,
+        Answer::Same => PythonFacts::default(),
     }
 }
 
@@ -395,14 +446,16 @@ pub fn python_facts(venv: Option<&std::path::Path>) -> PythonFacts {
 /// an earlier run found are used at once while python3 is asked again beside the run, which
 /// then holds them to the answer (`confirm`) before anything it did with them counts:
 /// asking costs 0.15-0.35 s (a pyenv shim alone forks some 15 times), which every run would
-/// otherwise wait for before its plan, its work tree and its first test run.
+/// otherwise wait for before its plan, its work tree and its first test run. Asked again,
+/// python3 is given the stamp of the remembered answer, and says only whether it still holds
+/// unless it does not (`PYTHON_STAMP`).
 #[derive(Default)]
 pub struct AskedPython {
     facts: Option<PythonFacts>,
     /// The folder of remembered facts; None: python3 is asked, and waited for.
     remembered_in: Option<PathBuf>,
     /// The asking, beside, when remembered facts were used: the file they were read from.
-    asking: Option<(PathBuf, std::thread::JoinHandle<PythonFacts>)>,
+    asking: Option<(PathBuf, std::thread::JoinHandle<Answer>)>,
 }
 
 /// Whether the facts a plan was made with are python3's.
@@ -441,19 +494,23 @@ impl AskedPython {
                 .map(|dir| dir.join(facts_file(venv)));
             let remembered = file.as_deref().and_then(read_facts);
             self.facts = Some(match (remembered, file) {
-                (Some(facts), Some(file)) => {
+                (Some(kept), Some(file)) => {
                     let venv = venv.map(std::path::Path::to_path_buf);
-                    let asking = std::thread::spawn(move || python_facts(venv.as_deref()));
+                    let stamp = kept.vouched_stamp();
+                    let asking =
+                        std::thread::spawn(move || ask_python(venv.as_deref(), stamp.as_deref()));
                     self.asking = Some((file, asking));
-                    facts
+                    kept.facts
                 }
-                (_, file) => {
-                    let facts = python_facts(venv);
-                    if let Some(file) = file {
-                        remember(&file, &facts);
+                (_, file) => match ask_python(venv, None) {
+                    Answer::Facts(facts, stamp) => {
+                        if let Some(file) = file {
+                            remember(&file, &facts, &stamp);
+                        }
+                        facts
                     }
-                    facts
-                }
+                    Answer::Same => PythonFacts::default(),
+                },
             });
         }
         self.facts.get_or_insert_with(PythonFacts::default)
@@ -464,11 +521,16 @@ impl AskedPython {
         let Some((file, asking)) = self.asking.take() else {
             return Confirmed::Same;
         };
-        let answer = asking.join().unwrap_or_default();
+        let (answer, stamp) = match asking.join() {
+            Ok(Answer::Same) => return Confirmed::Same,
+            Ok(Answer::Facts(facts, stamp)) => (facts, stamp),
+            Err(_) => (PythonFacts::default(), String::new()),
+        };
+        // Kept with the stamp they go with now, so that the next run is answered `same`.
+        remember(&file, &answer, &stamp);
         if self.facts.as_ref() == Some(&answer) {
             return Confirmed::Same;
         }
-        remember(&file, &answer);
         self.facts = Some(answer);
         Confirmed::Changed
     }
@@ -481,6 +543,39 @@ impl Drop for AskedPython {
         if let Some((_, asking)) = self.asking.take() {
             let _ = asking.join();
         }
+    }
+}
+
+/// Facts as a run keeps them for the next: with the stamp python3 gave them with, and a
+/// digest of both as written.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    #[serde(flatten)]
+    facts: PythonFacts,
+    #[serde(default)]
+    stamp: String,
+    #[serde(default)]
+    digest: String,
+}
+
+impl Kept {
+    fn digest_of(facts: &PythonFacts, stamp: &str) -> String {
+        use std::hash::Hasher;
+        let mut hasher = siphasher::sip::SipHasher13::new_with_keys(0, 0);
+        let text = serde_json::to_string(facts).unwrap_or_default();
+        for part in [text.as_str(), stamp] {
+            hasher.write(part.as_bytes());
+            hasher.write_u8(0);
+        }
+        format!("{:016x}", hasher.finish())
+    }
+
+    /// The stamp, where the facts are as they were written with it: facts edited by hand
+    /// since are held to python3's whole answer, not to whether its stamp moved.
+    fn vouched_stamp(&self) -> Option<String> {
+        let vouched =
+            !self.stamp.is_empty() && self.digest == Kept::digest_of(&self.facts, &self.stamp);
+        vouched.then(|| self.stamp.clone())
     }
 }
 
@@ -504,7 +599,7 @@ fn facts_file(venv: Option<&std::path::Path>) -> String {
 
 /// The facts in `file`, if it is a regular file of a sane size (no link, pipe or device is
 /// read: a remembered answer costs a run time at most, never a hang).
-fn read_facts(file: &std::path::Path) -> Option<PythonFacts> {
+fn read_facts(file: &std::path::Path) -> Option<Kept> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     const LARGEST: u64 = 4 << 20;
@@ -524,11 +619,16 @@ fn read_facts(file: &std::path::Path) -> Option<PythonFacts> {
 
 /// Keeps `facts` for the next run: written whole beside, then renamed into place, so that a
 /// run reading them finds all or none. A cache that cannot be written costs only time.
-fn remember(file: &std::path::Path, facts: &PythonFacts) {
+fn remember(file: &std::path::Path, facts: &PythonFacts, stamp: &str) {
     let Some(dir) = file.parent() else { return };
     let written = std::fs::create_dir_all(dir).and_then(|()| {
         let mut beside = tempfile::NamedTempFile::new_in(dir)?;
-        serde_json::to_writer(&mut beside, facts).map_err(std::io::Error::other)?;
+        let kept = Kept {
+            facts: facts.clone(),
+            stamp: stamp.to_string(),
+            digest: Kept::digest_of(facts, stamp),
+        };
+        serde_json::to_writer(&mut beside, &kept).map_err(std::io::Error::other)?;
         beside.persist(file).map_err(|e| e.error)?;
         Ok(())
     });

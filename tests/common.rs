@@ -467,6 +467,17 @@ pub fn python_without_pytest(env: &TestEnv) -> String {
     format!("{}:{}", bin.display(), std::env::var("PATH").unwrap())
 }
 
+/// The site-packages folder of the venv at `venv`.
+pub fn site_packages(venv: &Path) -> PathBuf {
+    std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("site-packages")
+}
+
 pub fn which(program: &str) -> std::path::PathBuf {
     std::env::var("PATH")
         .unwrap()

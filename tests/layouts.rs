@@ -496,13 +496,7 @@ fn a_venv_in_the_checkout_with_an_editable_install_is_used_but_imports_the_branc
         .status()
         .unwrap();
     assert!(made.success());
-    let site = std::fs::read_dir(repo.join(".venv/lib"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-        .join("site-packages");
+    let site = site_packages(&repo.join(".venv"));
     std::fs::write(site.join("venv_only_helper.py"), "FIVE = 5\n").unwrap();
     let src = repo.canonicalize().unwrap().join("src");
     std::fs::write(

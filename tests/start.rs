@@ -449,3 +449,102 @@ fn remembered_python_facts_give_way_to_what_python3_answers() {
     assert!(!third.stderr().contains("answered otherwise"));
     assert_eq!(report(&third)["tests"]["command"], command);
 }
+
+/// python3 is asked again with the stamp of the remembered answer (its version, and the stat
+/// data of where it imports from): where nothing moved, it says so and the facts stand, the
+/// file untouched; a package installed since moves its folder, and its answer is asked whole.
+#[test]
+fn remembered_python_facts_stand_until_where_python3_imports_from_moves() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let venv = env.path().join("venv");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let fix = |branch: &str| {
+        let run = env.fix_scripted_with(
+            &repo,
+            branch,
+            json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]),
+            &["--json"],
+            |cmd| {
+                cmd.env("PATH", &path);
+            },
+        );
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        run
+    };
+    let kept = || -> (serde_json::Value, u64) {
+        let cache = env.path().join("home/.cache/agent-git");
+        let files: Vec<std::path::PathBuf> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let text = std::fs::read_to_string(&files[0]).unwrap();
+        let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&files[0]).unwrap());
+        (serde_json::from_str(&text).unwrap(), inode)
+    };
+    let has_module = |facts: &serde_json::Value, name: &str| {
+        facts["modules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == name)
+    };
+
+    fix("agent/first");
+    let (first, first_file) = kept();
+    assert!(
+        first["stamp"].as_str().is_some_and(|s| !s.is_empty()),
+        "{first}"
+    );
+    assert!(!has_module(&first, "freshly_installed"), "{first}");
+
+    // Nothing moved: python3 says so, and the remembered file is not written again.
+    let second = fix("agent/second");
+    assert!(
+        !second.stderr().contains("answered otherwise"),
+        "{}",
+        second.stderr()
+    );
+    let (again, again_file) = kept();
+    assert_eq!((&again, again_file), (&first, first_file));
+
+    // A package installed into the venv, as pip leaves one: its folder and its metadata.
+    let site = site_packages(&venv);
+    std::fs::create_dir(site.join("freshly_installed")).unwrap();
+    std::fs::write(site.join("freshly_installed/__init__.py"), "").unwrap();
+    let dist = site.join("freshly_installed-1.0.dist-info");
+    std::fs::create_dir(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: freshly-installed\nVersion: 1.0\n",
+    )
+    .unwrap();
+    std::fs::write(dist.join("top_level.txt"), "freshly_installed\n").unwrap();
+    std::fs::write(dist.join("RECORD"), "freshly_installed/__init__.py,,\n").unwrap();
+
+    // The plan is the same (the built-in runner); what python3 imports is not.
+    fix("agent/third");
+    let (now, _) = kept();
+    assert!(has_module(&now, "freshly_installed"), "{now}");
+    assert!(
+        now["distributions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d == "freshly_installed"),
+        "{now}"
+    );
+    assert_ne!(now["stamp"], first["stamp"]);
+}
