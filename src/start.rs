@@ -97,7 +97,7 @@ pub fn plan_fix(
     // With --if-failing, only once it is known that a run follows (below).
     let said_by_set = request.attempt.is_some();
     let uncommitted = (earlier.is_none() && !request.dirty && !request.if_failing && !said_by_set)
-        .then(|| Uncommitted::look(&repo));
+        .then(|| repo.path().to_path_buf());
     let flags = request.flags.clone();
     let settings = settings_at(&repo, base.id, flags)?;
     // Where a test run will come, the clean room is made ready meanwhile.
@@ -193,7 +193,7 @@ pub fn plan_fix(
         }
     };
     Ok(RunPlan {
-        uncommitted: uncommitted.map(|look| look.0),
+        uncommitted,
         tested_as,
         passed_before,
         repo,
@@ -350,17 +350,18 @@ struct Uncommitted(std::thread::JoinHandle<Option<String>>);
 
 impl Uncommitted {
     fn look(repo: &Repository) -> Uncommitted {
-        let git_dir = repo.path().to_path_buf();
-        Uncommitted(std::thread::spawn(move || {
-            let repo = Repository::open(&git_dir).ok()?;
-            let changed = uncommitted(&repo).unwrap_or_default();
-            let first = changed.first()?;
-            Some(format!(
-                "your uncommitted changes are not part of this run ({} changed \
-                 tracked files, e.g. {first}); commit them, or pass --dirty to start from them",
-                changed.len(),
-            ))
-        }))
+        Uncommitted(look_at_uncommitted(repo.path()))
+    }
+
+    fn line(git_dir: &Path) -> Option<String> {
+        let repo = Repository::open(git_dir).ok()?;
+        let changed = uncommitted(&repo).unwrap_or_default();
+        let first = changed.first()?;
+        Some(format!(
+            "your uncommitted changes are not part of this run ({} changed tracked files, \
+             e.g. {first}); commit them, or pass --dirty to start from them",
+            changed.len(),
+        ))
     }
 
     fn say(self) {
@@ -368,6 +369,13 @@ impl Uncommitted {
             eprintln!("agent-git: {}", for_terminal(&line));
         }
     }
+}
+
+/// Whether the checkout of the repository at `git_dir` has uncommitted tracked changes, and
+/// the line that says so, looked at in a thread of its own.
+pub(crate) fn look_at_uncommitted(git_dir: &Path) -> crate::run::Notice {
+    let git_dir = git_dir.to_path_buf();
+    std::thread::spawn(move || Uncommitted::line(&git_dir))
 }
 
 /// Says, on stderr, whether uncommitted tracked changes are left out: for a set of attempts,
