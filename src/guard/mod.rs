@@ -105,6 +105,9 @@ pub struct Protection {
     no_new: Gitignore,
     /// Names no new module may take where the runner would import it first.
     shadows: Shadows,
+    /// The patterns `defaults` and `extra` were made of, as written, for a key of what
+    /// they protect in a tree (`covered_key`).
+    covered: Vec<u8>,
 }
 
 /// The directories the interpreter looks in first when the tests run (the tree's root under
@@ -168,12 +171,30 @@ impl Protection {
             .chain(DEFAULT_SHADOWS)
             .map(|p| p.to_string())
             .chain(runner.iter().cloned());
+        let defaults: Vec<String> = defaults.collect();
+        // Each list after its length, each pattern after its own: no two lists read alike.
+        let mut covered = Vec::new();
+        for list in [&defaults[..], extra] {
+            covered.extend_from_slice(&(list.len() as u64).to_le_bytes());
+            for pattern in list {
+                covered.extend_from_slice(&(pattern.len() as u64).to_le_bytes());
+                covered.extend_from_slice(pattern.as_bytes());
+            }
+        }
         Ok(Protection {
-            defaults: matcher(defaults, true)?,
+            defaults: matcher(defaults.into_iter(), true)?,
             extra: matcher(extra.iter().cloned(), false)?,
             no_new: matcher(no_new.iter().cloned(), false)?,
             shadows,
+            covered,
         })
+    }
+
+    /// What decides which entries of a tree this protection covers (`is_protected_dir`,
+    /// `is_protected_in_open_dir`): the patterns as written, and that the first list is
+    /// matched without regard to case. Two protections with the same cover the same entries.
+    pub fn covered_key(&self) -> &[u8] {
+        &self.covered
     }
 
     /// Whether the directory `rel` is protected as a whole (`tests/`).

@@ -64,6 +64,54 @@ pub struct CleanRoom {
 #[derive(Debug, Default)]
 pub struct ProtectedMemo(std::collections::HashMap<(PathBuf, Oid), std::sync::Arc<Vec<PathBuf>>>);
 
+impl ProtectedMemo {
+    /// Each folder as its path, its tree's id and its protected entries, each part followed
+    /// by a NUL (ids in hex, the count of entries in decimal).
+    fn encode(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut out = Vec::new();
+        for ((folder, tree), found) in &self.0 {
+            for part in [
+                folder.as_os_str().as_bytes(),
+                tree.to_string().as_bytes(),
+                found.len().to_string().as_bytes(),
+            ] {
+                out.extend_from_slice(part);
+                out.push(0);
+            }
+            for rel in found.iter() {
+                out.extend_from_slice(rel.as_os_str().as_bytes());
+                out.push(0);
+            }
+        }
+        out
+    }
+
+    /// The memo `encode` wrote; None for anything else.
+    fn decode(bytes: &[u8]) -> Option<ProtectedMemo> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = |part: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(part));
+        let mut memo = ProtectedMemo::default();
+        if bytes.is_empty() {
+            return Some(memo);
+        }
+        let mut parts = bytes.strip_suffix(&[0])?.split(|b| *b == 0);
+        while let Some(folder) = parts.next() {
+            let tree = Oid::from_str(std::str::from_utf8(parts.next()?).ok()?).ok()?;
+            let count: usize = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+            let found = (0..count)
+                .map(|_| parts.next().map(path))
+                .collect::<Option<Vec<_>>>()?;
+            memo.0
+                .insert((path(folder), tree), std::sync::Arc::new(found));
+        }
+        Some(memo)
+    }
+}
+
+/// The kind of what a room keeps of the protected entries of a tree (`derived`).
+const PROTECTED: &str = "protected";
+
 /// The most folders the memo of protected entries holds.
 const MAX_MEMO: usize = 200_000;
 
@@ -712,8 +760,54 @@ impl CleanRoom {
         if memo.0.len() > MAX_MEMO {
             memo.0.clear();
         }
-        let found = self.protected_in(Path::new(""), &tree, protection, memo)?;
+        // The first tree a room is asked of (the base's) is the one the next run asks of
+        // first: what was found in it is kept for that run, under its tree and protection.
+        let kept = match (memo.0.is_empty(), self.common_dir()) {
+            (true, Some(common)) => Some((common, Self::protected_key(&tree, protection))),
+            _ => None,
+        };
+        if let Some((common, key)) = &kept {
+            // The whole memo, so that the trees tested after it cost their changed folders.
+            if let Some(known) = super::derived::read(common, PROTECTED, *key)
+                .and_then(|bytes| ProtectedMemo::decode(&bytes))
+            {
+                *memo = known;
+            }
+        }
+        let root = (PathBuf::new(), tree.id());
+        let found = match memo.0.get(&root) {
+            Some(found) => found.clone(),
+            None => {
+                let found = self.protected_in(Path::new(""), &tree, protection, memo)?;
+                if let Some((common, key)) = &kept {
+                    super::derived::write(common, PROTECTED, *key, &memo.encode());
+                }
+                found
+            }
+        };
         Ok(found.iter().map(|rel| self.tree.join(rel)).collect())
+    }
+
+    /// The key of what `protection` covers in `tree`.
+    fn protected_key(
+        tree: &git2::Tree,
+        protection: &crate::guard::Protection,
+    ) -> super::derived::Key {
+        super::derived::Key::of(&[
+            PROTECTED.as_bytes(),
+            tree.id().as_bytes(),
+            protection.covered_key(),
+        ])
+    }
+
+    /// The common git dir of the repository a lasting room is for, where what it found in a
+    /// tree is kept for the next run (`derived`); None for a room of its own.
+    fn common_dir(&self) -> Option<&Path> {
+        match &self.place {
+            // `records_of`: the common dir's `agent-git/rooms`.
+            Place::Lasting { records, .. } => records.parent()?.parent(),
+            Place::Temp(_) => None,
+        }
     }
 
     fn protected_in(
@@ -885,6 +979,73 @@ mod tests {
             ["pkg/deep/test_deep.py", "pkg/test_pkg.py", "tests"]
         );
         assert_eq!(names(third), ["pkg/deep/test_deep.py", "tests"]);
+    }
+
+    /// What a lasting room found protected in the first tree it was asked of is kept for the
+    /// next run's room, under that tree and that protection: read back, it answers as a
+    /// fresh walk does, for that tree and for the trees after it; another protection or
+    /// another tree is walked anew.
+    #[test]
+    fn protected_entries_kept_for_the_next_run_are_those_a_fresh_walk_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = tempfile::tempdir().unwrap();
+        let (repo, first) = repo_with(
+            dir.path(),
+            &[
+                ("calc.py", "x = 1\n"),
+                ("tests/test_calc.py", "t = 1\n"),
+                ("pkg/test_pkg.py", "t = 1\n"),
+                ("pkg/deep/code.py", "c = 1\n"),
+            ],
+        );
+        let second = commit_files(&repo, &[("pkg/deep/test_deep.py", "t = 2\n")], &[]);
+        let plain = crate::guard::Protection::new(&[], &[]).unwrap();
+        let more = crate::guard::Protection::new(&[], &["pkg/deep/code.py".into()]).unwrap();
+        let fresh_room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        let fresh = |tree, protection| {
+            let found = fresh_room
+                .protected_paths(tree, protection, &mut ProtectedMemo::default())
+                .unwrap();
+            found
+                .iter()
+                .map(|p| p.strip_prefix(fresh_room.path()).unwrap().to_path_buf())
+                .collect::<Vec<_>>()
+        };
+        let asked = |room: &CleanRoom, tree, protection, memo: &mut ProtectedMemo| {
+            let found = room.protected_paths(tree, protection, memo).unwrap();
+            found
+                .iter()
+                .map(|p| p.strip_prefix(room.path()).unwrap().to_path_buf())
+                .collect::<Vec<_>>()
+        };
+        {
+            let room = lasting(temp.path(), &repo);
+            let found = asked(&room, first, &plain, &mut ProtectedMemo::default());
+            assert_eq!(found, fresh(first, &plain));
+        }
+        let kept = repo.path().join("agent-git/derived").join(PROTECTED);
+        assert!(kept.is_file());
+        let was = std::fs::read(&kept).unwrap();
+
+        let room = lasting(temp.path(), &repo);
+        let mut memo = ProtectedMemo::default();
+        assert_eq!(asked(&room, first, &plain, &mut memo), fresh(first, &plain));
+        assert!(memo.0.len() > 1, "the whole memo is read back: {memo:?}");
+        assert_eq!(
+            asked(&room, second, &plain, &mut memo),
+            fresh(second, &plain)
+        );
+        // Read, not written again.
+        assert_eq!(std::fs::read(&kept).unwrap(), was);
+        // Another protection, another tree: walked anew, and kept in its place.
+        let other = asked(&room, first, &more, &mut ProtectedMemo::default());
+        assert_eq!(other, fresh(first, &more));
+        assert!(other.contains(&PathBuf::from("pkg/deep/code.py")));
+        assert_ne!(std::fs::read(&kept).unwrap(), was);
+        let found = asked(&room, second, &plain, &mut ProtectedMemo::default());
+        assert_eq!(found, fresh(second, &plain));
+        assert!(found.contains(&PathBuf::from("pkg/deep/test_deep.py")));
+        assert!(!found.contains(&PathBuf::from("pkg/deep/code.py")));
     }
 
     /// A lasting room of `repo`'s, with the lasting rooms in `temp`.
