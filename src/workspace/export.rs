@@ -47,14 +47,7 @@ impl ExportRules {
     /// The rules `tree` and the repository's `info/attributes` hold; none for the tree of
     /// nearly every project, which then is exported as it is.
     pub fn of(repo: &Repository, tree: &Tree) -> Result<ExportRules, WorkspaceError> {
-        let mut files: Vec<(PathBuf, Oid)> = Vec::new();
-        super::entries::each_entry(repo, tree, &mut |dir, entry| {
-            if entry.name_bytes() == ATTRIBUTES.as_bytes() && entry.kind() == Some(ObjectType::Blob)
-            {
-                files.push((dir.to_path_buf(), entry.id()));
-            }
-            true
-        })?;
+        let mut files: Vec<(PathBuf, Oid)> = attribute_files(repo, tree)?.as_ref().clone();
         // Shallower files first: a deeper file's lines win over its parents'.
         files.sort_by_key(|(dir, _)| dir.components().count());
         let mut sources: Vec<(PathBuf, Vec<u8>)> = Vec::new();
@@ -328,6 +321,125 @@ pub fn archived(
         tree,
         from_commit: export.from_commit.get(),
     })
+}
+
+/// The attribute files beneath each tree looked at (by its id, which names its content in
+/// any repository): their folders relative to it, and their blobs.
+type AttributeFiles = std::sync::Arc<Vec<(PathBuf, Oid)>>;
+
+/// The attribute files of the trees looked at so far, in this process: a run tests trees that
+/// differ from the base in a few folders, and only those are read again.
+static ATTRIBUTE_MEMO: std::sync::Mutex<Option<HashMap<Oid, AttributeFiles>>> =
+    std::sync::Mutex::new(None);
+
+/// The most trees the memo holds before it starts over.
+const MAX_ATTRIBUTE_MEMO: usize = 200_000;
+
+/// The kind of what is kept of the attribute files of a repository's first tree looked at
+/// (`derived`): the base's, the one its next run looks at first.
+const ATTRIBUTE_FILES: &str = "attribute-files";
+
+/// The `.gitattributes` files of `tree`, by their folders: the memo's where it has them,
+/// else what the last process kept of the same tree, else a walk of the folders not yet seen.
+fn attribute_files(repo: &Repository, tree: &Tree) -> Result<AttributeFiles, WorkspaceError> {
+    let mut memo = ATTRIBUTE_MEMO
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let memo = memo.get_or_insert_with(HashMap::new);
+    if memo.len() > MAX_ATTRIBUTE_MEMO {
+        memo.clear();
+    }
+    if let Some(found) = memo.get(&tree.id()) {
+        return Ok(found.clone());
+    }
+    let first = memo.is_empty();
+    let key = super::derived::Key::of(&[ATTRIBUTE_FILES.as_bytes(), tree.id().as_bytes()]);
+    let common = repo.commondir();
+    if first {
+        if let Some(kept) =
+            super::derived::read(common, ATTRIBUTE_FILES, key).and_then(|b| decode_memo(&b))
+        {
+            *memo = kept;
+            if let Some(found) = memo.get(&tree.id()) {
+                return Ok(found.clone());
+            }
+        }
+    }
+    let found = attribute_files_in(repo, tree, memo)?;
+    if first {
+        super::derived::write(common, ATTRIBUTE_FILES, key, &encode_memo(memo));
+    }
+    Ok(found)
+}
+
+fn attribute_files_in(
+    repo: &Repository,
+    tree: &Tree,
+    memo: &mut HashMap<Oid, AttributeFiles>,
+) -> Result<AttributeFiles, WorkspaceError> {
+    use std::os::unix::ffi::OsStrExt;
+    if let Some(found) = memo.get(&tree.id()) {
+        return Ok(found.clone());
+    }
+    let mut found = Vec::new();
+    for entry in tree.iter() {
+        match entry.kind() {
+            Some(ObjectType::Tree) => {
+                let name = Path::new(std::ffi::OsStr::from_bytes(entry.name_bytes()));
+                let below = attribute_files_in(repo, &repo.find_tree(entry.id())?, memo)?;
+                found.extend(below.iter().map(|(dir, id)| (name.join(dir), *id)));
+            }
+            Some(ObjectType::Blob) if entry.name_bytes() == ATTRIBUTES.as_bytes() => {
+                found.push((PathBuf::new(), entry.id()));
+            }
+            _ => {}
+        }
+    }
+    let found = std::sync::Arc::new(found);
+    memo.insert(tree.id(), found.clone());
+    Ok(found)
+}
+
+/// Each tree of the memo as its id and its count of files, then each file as its folder and
+/// its blob's id, every part followed by a NUL.
+fn encode_memo(memo: &HashMap<Oid, AttributeFiles>) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    let mut part = |bytes: &[u8]| {
+        out.extend_from_slice(bytes);
+        out.push(0);
+    };
+    for (tree, files) in memo {
+        part(tree.to_string().as_bytes());
+        part(files.len().to_string().as_bytes());
+        for (dir, blob) in files.iter() {
+            part(dir.as_os_str().as_bytes());
+            part(blob.to_string().as_bytes());
+        }
+    }
+    out
+}
+
+/// The memo `encode_memo` wrote; None for anything else.
+fn decode_memo(bytes: &[u8]) -> Option<HashMap<Oid, AttributeFiles>> {
+    use std::os::unix::ffi::OsStrExt;
+    let oid = |part: &[u8]| Oid::from_str(std::str::from_utf8(part).ok()?).ok();
+    let mut memo = HashMap::new();
+    if bytes.is_empty() {
+        return Some(memo);
+    }
+    let mut parts = bytes.strip_suffix(&[0])?.split(|b| *b == 0);
+    while let Some(tree) = parts.next() {
+        let tree = oid(tree)?;
+        let count: usize = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
+        let mut files = Vec::new();
+        for _ in 0..count {
+            let dir = PathBuf::from(std::ffi::OsStr::from_bytes(parts.next()?));
+            files.push((dir, oid(parts.next()?)?));
+        }
+        memo.insert(tree, std::sync::Arc::new(files));
+    }
+    Some(memo)
 }
 
 struct Export<'a> {
@@ -693,6 +805,76 @@ mod tests {
         }
         files.sort();
         files
+    }
+
+    /// The attribute files found through the memo (and through what was kept of it) are the
+    /// ones a walk of every entry finds, in a tree and in one changed from it.
+    #[test]
+    fn attribute_files_through_the_memo_are_those_a_walk_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let tree_of = |files: &[(&str, &str)]| {
+            let mut index = git2::Index::new().unwrap();
+            for (path, text) in files {
+                let blob = repo.blob(text.as_bytes()).unwrap();
+                let mut entry = git2::IndexEntry {
+                    ctime: git2::IndexTime::new(0, 0),
+                    mtime: git2::IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: 0o100644,
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id: blob,
+                    flags: 0,
+                    flags_extended: 0,
+                    path: path.as_bytes().to_vec(),
+                };
+                entry.flags = u16::try_from(path.len()).unwrap().min(0xfff);
+                index.add(&entry).unwrap();
+            }
+            index.write_tree_to(&repo).unwrap()
+        };
+        let walked = |tree: Oid| {
+            let tree = repo.find_tree(tree).unwrap();
+            let mut found = Vec::new();
+            super::super::entries::each_entry(&repo, &tree, &mut |dir, entry| {
+                if entry.name_bytes() == ATTRIBUTES.as_bytes() {
+                    found.push((dir.to_path_buf(), entry.id()));
+                }
+                true
+            })
+            .unwrap();
+            found.sort();
+            found
+        };
+        let first = tree_of(&[
+            (".gitattributes", "*.txt export-ignore\n"),
+            ("a/.gitattributes", "x export-subst\n"),
+            ("a/b/c/.gitattributes", "y export-ignore\n"),
+            ("a/b/file.py", "1\n"),
+            ("d/file.py", "2\n"),
+        ]);
+        let second = tree_of(&[
+            (".gitattributes", "*.txt export-ignore\n"),
+            ("a/.gitattributes", "x export-subst\n"),
+            ("a/b/c/.gitattributes", "y export-ignore\n"),
+            ("a/b/file.py", "1\n"),
+            ("d/.gitattributes", "z export-ignore\n"),
+            ("d/file.py", "2\n"),
+        ]);
+        let mut memo = HashMap::new();
+        for tree in [first, second, first] {
+            let found = attribute_files_in(&repo, &repo.find_tree(tree).unwrap(), &mut memo);
+            let mut found = found.unwrap().as_ref().clone();
+            found.sort();
+            assert_eq!(found, walked(tree));
+        }
+        assert_eq!(walked(second).len(), 4);
+        let kept = decode_memo(&encode_memo(&memo)).unwrap();
+        assert_eq!(kept, memo);
+        assert_eq!(decode_memo(b"not a memo"), None);
     }
 
     #[test]
