@@ -50,8 +50,13 @@ impl<'a> RepoFiles<'a> {
         all.sort_unstable();
         // More files than a u32 counts are not looked up by name.
         let count = u32::try_from(all.len()).unwrap_or(u32::MAX);
-        let mut by_name: Vec<u32> = (0..count).collect();
-        by_name.sort_unstable_by_key(|&at| (file_name(all[at as usize]), all[at as usize]));
+        // By name, then by place: `all` is sorted, so that is by name, then path. Each name
+        // is found once, not at each comparison (on 100,000 files, a third of the brief).
+        let mut named: Vec<(&str, u32)> = (0..count)
+            .map(|at| (file_name(all[at as usize]), at))
+            .collect();
+        named.sort_unstable();
+        let by_name = named.into_iter().map(|(_, at)| at).collect();
         RepoFiles { all, by_name }
     }
 
