@@ -86,9 +86,8 @@ pub struct RunPlan {
     pub reasoning: crate::model::Reasoning,
     /// When a passed run's changes are each proven by the tests.
     pub prove: crate::verify::ProveLimits,
-    /// The git dir of the checkout whose uncommitted changes are to be pointed out, looked at
-    /// once the run has started (`Pending`).
-    pub uncommitted: Option<PathBuf>,
+    /// What is to be said of the user's uncommitted changes, being looked at beside the start.
+    pub uncommitted: Pending,
     /// Which attempt of a set the run is.
     pub attempt: Option<crate::attempts::AttemptOf>,
     /// Say more of what the run sets up (`-v`).
@@ -223,11 +222,7 @@ pub fn execute(
         (workspace, slot)
     };
     workspace.max_file_size = plan.max_file_size;
-    let mut notice = Pending(
-        plan.uncommitted
-            .take()
-            .map(|git_dir| crate::start::look_at_uncommitted(&git_dir)),
-    );
+    let mut notice = std::mem::take(&mut plan.uncommitted);
     let mut said = |line: &str| {
         notice.say_if_done(false, progress);
         progress(line);
@@ -268,14 +263,20 @@ pub fn execute(
     finished.map(with_timing)
 }
 
-/// What is to be said of the user's uncommitted changes, being looked at. It is looked at
-/// once the run's start is said and its base tested, not beside them: on a large checkout
-/// the look (the index read whole, one `lstat` a file) took a third of the CPU that the two
-/// cores had before the first request. It is said with the first line after it is done, and
-/// at the latest before the report.
-struct Pending(Option<Notice>);
+/// What is to be said of the user's uncommitted changes, being looked at in a thread of its
+/// own from the start (`start::look_at_uncommitted`). Nothing waits for it: on a large
+/// checkout the look (the index read whole, one `lstat` a file) takes as long as the start
+/// itself. It is said as soon as it is done (with the start, while the base is tested, or
+/// with the first line after), and at the latest before the report.
+#[derive(Default)]
+pub struct Pending(Option<Notice>);
 
 impl Pending {
+    /// The look `notice`, to be said when it is done.
+    pub fn new(notice: Option<Notice>) -> Pending {
+        Pending(notice)
+    }
+
     /// Says the line, if there is one, once the look is done (waiting for it if `wait`).
     fn say_if_done(&mut self, wait: bool, progress: &mut dyn FnMut(&str)) {
         if !wait && !self.0.as_ref().is_some_and(|look| look.is_finished()) {
@@ -348,6 +349,7 @@ fn confirm_start(
             return Err(e);
         }
     };
+    plan.uncommitted.say_if_done(false, progress);
     progress(&format!(
         "run {} on branch {} (work tree {})",
         plan.run_id,
@@ -411,6 +413,7 @@ fn beside_baseline(
             if interrupt.load(Ordering::SeqCst) {
                 stop.store(true, Ordering::SeqCst);
             }
+            plan.uncommitted.say_if_done(false, progress);
             match told.recv_timeout(Duration::from_millis(50)) {
                 Ok((label, elapsed)) => waiting(&label, elapsed),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}

@@ -97,7 +97,7 @@ pub fn plan_fix(
     // With --if-failing, only once it is known that a run follows (below).
     let said_by_set = request.attempt.is_some();
     let uncommitted = (earlier.is_none() && !request.dirty && !request.if_failing && !said_by_set)
-        .then(|| repo.path().to_path_buf());
+        .then(|| look_at_uncommitted(repo.path()));
     let flags = request.flags.clone();
     let settings = settings_at(&repo, base.id, flags)?;
     // Where a test run will come, the clean room is made ready meanwhile.
@@ -193,7 +193,7 @@ pub fn plan_fix(
         }
     };
     Ok(RunPlan {
-        uncommitted,
+        uncommitted: crate::run::Pending::new(uncommitted),
         tested_as,
         passed_before,
         repo,
@@ -372,10 +372,16 @@ impl Uncommitted {
 }
 
 /// Whether the checkout of the repository at `git_dir` has uncommitted tracked changes, and
-/// the line that says so, looked at in a thread of its own.
+/// the line that says so, looked at in a thread of its own. The thread yields to the rest of
+/// the start (nice 10): nothing waits for it, and on two cores it took a third of the CPU
+/// between a large repository's start and its first request.
 pub(crate) fn look_at_uncommitted(git_dir: &Path) -> crate::run::Notice {
     let git_dir = git_dir.to_path_buf();
-    std::thread::spawn(move || Uncommitted::line(&git_dir))
+    std::thread::spawn(move || {
+        // A thread's nice value is its own on Linux; raising it needs no privilege.
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+        Uncommitted::line(&git_dir)
+    })
 }
 
 /// Says, on stderr, whether uncommitted tracked changes are left out: for a set of attempts,

@@ -555,16 +555,24 @@ fn ctrl_c_ends_the_run_with_a_report_and_leaves_the_checkout_alone() {
         .spawn()
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    assert!(
-        first.contains("your uncommitted changes are not part of this run"),
-        "{first}"
-    );
-    let second = lines.next().unwrap().unwrap();
-    assert!(second.contains("on branch agent/int"), "{second}");
+    // The notice is said once its look is done, beside the start: before the start's line or
+    // after it, and never later than the report.
+    let mut said = Vec::new();
+    while !said
+        .iter()
+        .any(|l: &String| l.contains("on branch agent/int"))
+    {
+        said.push(lines.next().unwrap().unwrap());
+    }
     std::thread::sleep(std::time::Duration::from_millis(300));
     interrupt(&child);
+    said.extend(lines.map(Result::unwrap));
     let out = child.wait_with_output().unwrap();
+    assert!(
+        said.iter()
+            .any(|l| l.contains("your uncommitted changes are not part of this run")),
+        "{said:#?}"
+    );
     assert_eq!(code(&out), 130);
     assert_eq!(
         env.trailer(&repo, "agent/int", "Agent-Outcome"),

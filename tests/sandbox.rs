@@ -618,7 +618,8 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
     assert_eq!(leftovers(&repo.join(".git/agent-git")).len(), 0);
     // The run's lease, the pooled tree it held with that slot's lock and the record of when
     // its take left it exact, the note that its branch has no report (so that `runs` still
-    // lists it), and the lock runs take turns on to add work trees.
+    // lists it), the lock runs take turns on to add work trees, and what the run worked out
+    // from the base's tree for the next (`derived`).
     let entries = |dir: &std::path::Path| -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .map(|d| {
@@ -631,7 +632,8 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
         names
     };
     let held = entries(&repo.join(".git/agent-git"));
-    assert_eq!(held.len(), 6, "{held:?}");
+    assert_eq!(held.len(), 7, "{held:?}");
+    assert!(held.iter().any(|n| n == "derived"), "{held:?}");
     assert!(held.iter().any(|n| n == "pool-1.clean"), "{held:?}");
     assert!(held.iter().any(|n| n == "worktrees.lock"), "{held:?}");
     assert!(held.iter().any(|n| n == "pool-1") && held.iter().any(|n| n == "pool-1.lease"));
@@ -683,6 +685,7 @@ fn sigkill_of_agent_git_leaves_no_process_and_the_next_run_cleans_up() {
     assert_eq!(
         entries(&repo.join(".git/agent-git")),
         [
+            "derived",
             "pool-1",
             "pool-1.clean",
             "pool-1.lease",
