@@ -823,8 +823,10 @@ impl CleanRoom {
         }
         let mut found = Vec::new();
         for entry in tree.iter() {
-            let Ok(name) = entry.name() else { continue };
-            let rel = dir.join(name);
+            // By its bytes: a name that is not UTF-8 is protected as any other.
+            let rel = dir.join(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(entry.name_bytes()),
+            );
             if entry.kind() == Some(git2::ObjectType::Tree) {
                 if protection.is_protected_dir(&rel) {
                     found.push(rel);
@@ -979,6 +981,38 @@ mod tests {
             ["pkg/deep/test_deep.py", "pkg/test_pkg.py", "tests"]
         );
         assert_eq!(names(third), ["pkg/deep/test_deep.py", "tests"]);
+    }
+
+    /// A test in a folder, or of a name, that is not UTF-8 is protected as any other.
+    #[test]
+    fn protected_entries_of_names_that_are_not_utf8_are_found() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, _) = repo_with(dir.path(), &[("calc.py", "x = 1\n")]);
+        let blob = repo.blob(b"t = 1\n").unwrap();
+        let mut inner = repo.treebuilder(None).unwrap();
+        inner.insert("test_x.py", blob, 0o100644).unwrap();
+        inner
+            .insert(b"test_\xff.py".as_slice(), blob, 0o100644)
+            .unwrap();
+        let inner = inner.write().unwrap();
+        let mut root = repo.treebuilder(None).unwrap();
+        root.insert(b"caf\xe9".as_slice(), inner, 0o040000).unwrap();
+        root.insert("calc.py", blob, 0o100644).unwrap();
+        let tree = root.write().unwrap();
+        let room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
+        let protection = crate::guard::Protection::new(&[], &[]).unwrap();
+        let found = room
+            .protected_paths(tree, &protection, &mut ProtectedMemo::default())
+            .unwrap();
+        let folder = room.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+        assert_eq!(
+            found,
+            [
+                folder.join("test_x.py"),
+                folder.join(std::ffi::OsStr::from_bytes(b"test_\xff.py")),
+            ]
+        );
     }
 
     /// What a lasting room found protected in the first tree it was asked of is kept for the
