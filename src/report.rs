@@ -501,6 +501,7 @@ mod tests {
             printed_progress: false,
             tail: "...".into(),
             cached: false,
+            changed_protected: Vec::new(),
         }
     }
 

@@ -212,3 +212,96 @@ fn a_tree_nested_deeper_than_git_goes_is_dropped_and_the_run_goes_on() {
     assert_eq!(env.worktrees_but_the_pool(&repo), 1);
     assert_eq!(UserState::capture(&env, &repo), before);
 }
+
+/// A test the code under test rewrites while the tests run never makes the run pass: the
+/// protected entries are mounted read-only, and what the run wrote through its overlay is
+/// looked at again from the protection's patterns. Here the list those mounts are made from,
+/// kept between runs in the repository's git dir, was planted without the rewritten test
+/// (as a run without the sandbox could): the write goes through, and the run still fails.
+#[test]
+fn a_test_rewritten_while_the_tests_run_never_passes_whatever_the_kept_list_says() {
+    let env = TestEnv::new();
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", "def add(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n"),
+            ("test_a.py", "from calc import multiply\n\n\ndef test_multiply():\n    assert multiply(4, 5) == 20\n"),
+            ("zpkg/test_b.py", "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"),
+            ("zpkg/util.py", "x = 1\n"),
+        ],
+    );
+    let path = pytest_path();
+    let with_pytest = |cmd: &mut std::process::Command| {
+        cmd.env("PATH", &path);
+    };
+    let first = env.fix_scripted_with(
+        &repo,
+        "agent/first",
+        json!([end_turn("Done.")]),
+        &[],
+        with_pytest,
+    );
+    assert_eq!(first.code(), 3, "{}", first.stderr());
+
+    // The kept list, planted: zpkg/test_b.py taken out of every folder's entries.
+    let kept = repo.join(".git/agent-git/derived/protected");
+    let bytes = std::fs::read(&kept).unwrap();
+    let mut lines = bytes.splitn(3, |b| *b == b'\n');
+    let (magic, key, body) = (
+        lines.next().unwrap(),
+        lines.next().unwrap(),
+        lines.next().unwrap(),
+    );
+    let parts: Vec<&[u8]> = body[..body.len() - 1].split(|b| *b == 0).collect();
+    let mut planted: Vec<Vec<u8>> = Vec::new();
+    let mut at = 0;
+    while at < parts.len() {
+        let count: usize = std::str::from_utf8(parts[at + 2]).unwrap().parse().unwrap();
+        let entries: Vec<&[u8]> = parts[at + 3..at + 3 + count]
+            .iter()
+            .copied()
+            .filter(|e| !e.ends_with(b"test_b.py"))
+            .collect();
+        planted.extend([parts[at].to_vec(), parts[at + 1].to_vec()]);
+        planted.push(entries.len().to_string().into_bytes());
+        planted.extend(entries.iter().map(|e| e.to_vec()));
+        at += 3 + count;
+    }
+    let mut forged = [magic, b"\n", key, b"\n"].concat();
+    for part in planted {
+        forged.extend(part);
+        forged.push(0);
+    }
+    assert_ne!(forged, bytes, "the list held zpkg/test_b.py");
+    std::fs::write(&kept, forged).unwrap();
+
+    // Code that rewrites the failing test when it runs in the clean room.
+    let hostile = "import os\n\n\ndef add(a, b):\n    return a - b\n\n\ndef multiply(a, b):\n    return a * b\n\n\nif \"agent-git-room\" in os.environ.get(\"TMPDIR\", \"\"):\n    try:\n        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"zpkg\", \"test_b.py\"), \"w\") as f:\n            f.write(\"def test_add():\\n    pass\\n\")\n    except OSError:\n        pass\n";
+    let run = env.fix_scripted_with(
+        &repo,
+        "agent/hostile",
+        json!([
+            calls(
+                "Fix.",
+                vec![tool(
+                    "w",
+                    "write_file",
+                    json!({"path": "calc.py", "content": hostile})
+                )]
+            ),
+            end_turn("Done.")
+        ]),
+        &["--json"],
+        with_pytest,
+    );
+    let report: Value = serde_json::from_str(stdout(&run.out).trim()).unwrap();
+    assert_ne!(report["outcome"], "passed", "{report}");
+    assert_eq!(
+        report["tests"]["summary"],
+        "failed (the run changed 1 protected entry, e.g. zpkg/test_b.py)",
+        "{report}"
+    );
+    let (passed, output) =
+        export_and_test(&env, &repo, "agent/hostile", "python3 -m pytest -q", &path);
+    assert!(!passed, "{output}");
+}

@@ -138,6 +138,9 @@ mod raw_paths {
 /// did the run leave the tree as it was.
 pub const OVERLAY_HELD: &str = "held";
 
+/// The folder of an overlay's folder that holds what was written through it: its upper dir.
+pub const OVERLAY_UPPER: &str = "upper";
+
 /// Directories the command gets fresh and empty, and whether it may write there.
 pub(super) const PRIVATE_DIRS: &[(&str, bool)] = &[
     ("/tmp", true),
@@ -717,7 +720,7 @@ fn mount_tree_overlay(overlay: &TreeOverlay) -> Result<(), String> {
 fn mount_overlay(what: &str, dir: &Path, upper: &Path) -> Result<(), String> {
     use rustix::mount::{mount, MountFlags};
     let work = upper.join("work");
-    let upper = upper.join("upper");
+    let upper = upper.join(OVERLAY_UPPER);
     for made in [&upper, &work] {
         std::fs::create_dir_all(made)
             .map_err(|e| format!("cannot make {}: {e}", made.display()))?;

@@ -7,7 +7,7 @@
 pub mod helper;
 mod process;
 
-pub use helper::OVERLAY_HELD;
+pub use helper::{OVERLAY_HELD, OVERLAY_UPPER};
 pub use process::{die_with, run_prepared, ExitWatch, RawRun};
 
 use std::path::{Path, PathBuf};

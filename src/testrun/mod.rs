@@ -237,6 +237,10 @@ pub struct TestResult {
     /// The same tree was tested earlier in the run: this is that result, not a new run.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// Tracked entries the protection covers that the run changed while it ran: where there
+    /// are any, it does not pass, whatever its tests said.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_protected: Vec<String>,
 }
 
 impl TestResult {
@@ -298,6 +302,7 @@ impl TestResult {
             printed_progress: output.lines().any(parse::is_pytest_progress),
             tail: tail(output, TAIL_LINES, TAIL_BYTES),
             cached: false,
+            changed_protected: Vec::new(),
         }
     }
 
@@ -341,6 +346,7 @@ impl TestResult {
             printed_progress: false,
             tail: why.to_string(),
             cached: false,
+            changed_protected: Vec::new(),
         }
     }
 
@@ -354,6 +360,11 @@ impl TestResult {
         }
         if self.interrupted {
             return "interrupted".to_string();
+        }
+        if let Some(first) = self.changed_protected.first() {
+            let n = self.changed_protected.len();
+            let what = if n == 1 { "entry" } else { "entries" };
+            return format!("failed (the run changed {n} protected {what}, e.g. {first})");
         }
         let vanished = self.vanished_note();
         let counted = self

@@ -61,6 +61,24 @@ enum Report {
     NotAsked,
 }
 
+/// `result`, which does not pass where its run changed the protected entries `changed`: what
+/// it passed on is not the tree's tests.
+fn not_counted_for(mut result: TestResult, changed: &[PathBuf]) -> TestResult {
+    let Some(first) = changed.first() else {
+        return result;
+    };
+    result.passed = false;
+    result.changed_protected = changed.iter().map(|p| p.display().to_string()).collect();
+    result.tail.push_str(&format!(
+        "\nagent-git: the test run changed {} protected tracked entr{} (e.g. {}), which must \
+         stay as committed while the tests run: its result does not count\n",
+        changed.len(),
+        if changed.len() == 1 { "y" } else { "ies" },
+        first.display()
+    ));
+    result
+}
+
 /// The clean room of a run, taken and reset to the base's tree in a thread of its own while
 /// the rest of the run is set up (the python3 probe, the work tree): on a large tree its
 /// checkout is as long as the work tree's.
@@ -735,6 +753,12 @@ impl<'a> TreeTester<'a> {
         let held = [&asked_upper, &plain_upper]
             .iter()
             .all(|upper| upper.join(crate::sandbox::OVERLAY_HELD).exists());
+        let changed: Vec<PathBuf> = [&asked_upper, &plain_upper]
+            .iter()
+            .flat_map(|upper| self.protected_changes(upper, tree))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
         for name in OVERLAYS {
             room.remove_overlay(name)?;
         }
@@ -762,7 +786,74 @@ impl<'a> TreeTester<'a> {
             return Ok(None);
         }
         let plain = self.result_of(plain, room.path(), results.1);
-        Ok(Some(self.confirmed(asked, plain)))
+        Ok(Some(not_counted_for(
+            self.confirmed(asked, plain),
+            &changed,
+        )))
+    }
+
+    /// The tracked entries of `tree` that the protection covers and a test run changed,
+    /// created or removed, as the upper dir of its overlay `overlay` holds them. The read-only
+    /// mounts of the protected entries (`CleanRoom::protected_paths`) should have stopped
+    /// every one; this looks again from the protection's patterns themselves, so that no
+    /// list of those entries that missed one (a memo kept between runs, a name a walk passed
+    /// over) lets a run that rewrote a test stand.
+    fn protected_changes(&self, overlay: &Path, tree: git2::Oid) -> Vec<PathBuf> {
+        let Ok(tree) = self.source.find_tree(tree) else {
+            return Vec::new();
+        };
+        let upper = overlay.join(crate::sandbox::OVERLAY_UPPER);
+        let protection = self.setup.protection;
+        let mut changed = Vec::new();
+        for item in walkdir::WalkDir::new(&upper)
+            .min_depth(1)
+            .follow_links(false)
+        {
+            let (path, unread) = match &item {
+                Ok(entry) => (entry.path(), false),
+                Err(e) => match e.path() {
+                    Some(path) => (path, true),
+                    None => continue,
+                },
+            };
+            let Ok(rel) = path.strip_prefix(&upper) else {
+                continue;
+            };
+            let Ok(tracked) = tree.get_path(rel) else {
+                continue;
+            };
+            // A folder the run left unreadable hides what it changed below it: where the tree
+            // has a protected entry there, it counts as changed.
+            let covered = if unread {
+                self.protected_below(&tracked, rel)
+            } else {
+                protection.is_protected(rel)
+            };
+            if covered {
+                changed.push(rel.to_path_buf());
+            }
+        }
+        changed
+    }
+
+    /// Whether the entry `entry` of a tree, at `rel`, is or holds an entry the protection
+    /// covers.
+    fn protected_below(&self, entry: &git2::TreeEntry, rel: &Path) -> bool {
+        let protection = self.setup.protection;
+        if protection.is_protected(rel) {
+            return true;
+        }
+        let Ok(sub) = self.source.find_tree(entry.id()) else {
+            return false;
+        };
+        let mut found = false;
+        let _ = crate::workspace::entries::each_entry(&self.source, &sub, &mut |dir, inner| {
+            found = found
+                || protection
+                    .is_protected(&rel.join(crate::workspace::entries::entry_path(dir, inner)));
+            !found
+        });
+        found
     }
 
     /// `test`, with what a setup command made from another tree made again first: a second
@@ -886,6 +977,7 @@ impl<'a> TreeTester<'a> {
         )?;
         let mut on_overlay = overlay.join(crate::sandbox::OVERLAY_HELD).exists();
         self.overlay_held.set(on_overlay);
+        let changed = self.protected_changes(&overlay, tree);
         room.remove_overlay(OVERLAYS[0])?;
         let failed = raw.exit_code != Some(0) && !raw.timed_out && !raw.interrupted;
         if on_overlay && failed && crosses_devices(&raw.output) {
@@ -907,6 +999,7 @@ impl<'a> TreeTester<'a> {
             room.note_cache_written();
         }
         let result = self.result_of(raw, room.path(), read_result_files(&dirs.results));
+        let result = not_counted_for(result, &changed);
         dirs.remove()?;
         // Where the model's commands could write into the room after such an undo (or into the
         // tree under the overlay), it is undone at the next reset, right before the tests.
