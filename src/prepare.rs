@@ -349,18 +349,27 @@ impl PythonFacts {
 /// importing pytest) cost four times what starting python3 does.
 const PYTHON_STAMP: &str = "\
 import os, sys
-seen = []
-for path in [sys.executable, os.path.realpath(sys.executable)] + sys.path:
-    try:
-        s = os.stat(path)
-        seen.append((path, s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns))
-    except OSError:
-        seen.append((path,))
-stamp = repr((sys.version, tuple(sys.flags), seen))
+def stamp_now():
+    seen = []
+    for path in [sys.executable, os.path.realpath(sys.executable)] + sys.path:
+        try:
+            s = os.stat(path)
+            seen.append((path, s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns))
+        except OSError:
+            seen.append((path,))
+    return repr((sys.version, tuple(sys.flags), seen))
+stamp = stamp_now()
 print('stamp:' + stamp)
 if sys.argv[1:] == [stamp]:
     print('same')
     sys.exit(0)
+";
+
+/// What python3 prints last, after its facts: its stamp again. Where a package was being
+/// installed while it answered, the two differ, and the answer goes with no stamp (the next
+/// run asks in full).
+const PYTHON_STAMP_AFTER: &str = "\
+print('stamp:' + stamp_now())
 ";
 
 const PYTHON_FACTS: &str = "\
@@ -400,7 +409,7 @@ fn ask_python(venv: Option<&std::path::Path>, known: Option<&str>) -> Answer {
         return failed();
     };
     use std::os::unix::process::CommandExt;
-    let script = format!("{PYTHON_STAMP}{PYTHON_FACTS}");
+    let script = format!("{PYTHON_STAMP}{PYTHON_FACTS}{PYTHON_STAMP_AFTER}");
     let out = std::process::Command::new(python)
         .args(["-I", "-c", &script])
         .args(known)
@@ -419,10 +428,14 @@ fn ask_python(venv: Option<&std::path::Path>, known: Option<&str>) -> Answer {
     let Some(stamp) = lines.next().and_then(|l| l.strip_prefix("stamp:")) else {
         return failed();
     };
-    let rest: Vec<&str> = lines.collect();
+    let mut rest: Vec<&str> = lines.collect();
     if rest == ["same"] && known == Some(stamp) {
         return Answer::Same;
     }
+    let Some(after) = rest.pop().and_then(|l| l.strip_prefix("stamp:")) else {
+        return failed();
+    };
+    let stamp = if after == stamp { stamp } else { "" };
     let (dists, rest): (Vec<&str>, Vec<&str>) = rest.iter().partition(|l| l.starts_with("dist:"));
     let mut distributions: Vec<String> = dists.iter().map(|d| d[5..].to_string()).collect();
     distributions.sort();
