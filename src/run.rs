@@ -185,6 +185,8 @@ pub fn execute(
     watch_signals(&runtime, interrupt.clone(), None)
         .map_err(|e| RunError::Harness(format!("cannot watch for Ctrl-C: {e}")))?;
 
+    // The plan stands: what it worked out from the base's tree may be kept for the next run.
+    crate::workspace::derived::open();
     let swept = crate::workspace::sweep::sweep_leftovers(Some(&plan.repo));
     if !swept.is_empty() {
         progress(&swept.describe());

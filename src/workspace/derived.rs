@@ -91,10 +91,56 @@ pub fn read(common: &Path, kind: &str, key: Key) -> Option<Vec<u8>> {
     Some(rest.to_vec())
 }
 
-/// Keeps `value` as what `kind` is under `key`, in place of what was kept before: written
-/// whole beside, then renamed into place. A file that cannot be written costs the next run
-/// only time.
+/// What is to be kept, before `open`: the common dir, the key, and the kind and value (see
+/// `split_kind`).
+type Waiting = Vec<(PathBuf, Key, Vec<u8>)>;
+
+/// What was to be kept before `open`: written by it, or never where the process ends first.
+/// None once open.
+static PENDING: std::sync::Mutex<Option<Waiting>> = std::sync::Mutex::new(Some(Vec::new()));
+
+fn pending() -> std::sync::MutexGuard<'static, Option<Waiting>> {
+    PENDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Lets what this process works out be kept from now on, and keeps what it worked out so
+/// far: called once a run has started. Until then nothing is written, so that a plan that
+/// fails leaves nothing in the repository.
+pub fn open() {
+    let waiting = pending().take();
+    for (common, key, value) in waiting.into_iter().flatten() {
+        let Some((kind, value)) = split_kind(&value) else {
+            continue;
+        };
+        write_now(&common, kind, key, value);
+    }
+}
+
+/// A pending value is its kind, a NUL, then the value.
+fn split_kind(bytes: &[u8]) -> Option<(&str, &[u8])> {
+    let at = bytes.iter().position(|b| *b == 0)?;
+    Some((std::str::from_utf8(&bytes[..at]).ok()?, &bytes[at + 1..]))
+}
+
+/// Keeps `value` as what `kind` is under `key`, in place of what was kept before, once the
+/// process may keep anything (`open`).
 pub fn write(common: &Path, kind: &str, key: Key, value: &[u8]) {
+    if let Some(waiting) = pending().as_mut() {
+        waiting.push((
+            common.to_path_buf(),
+            key,
+            [kind.as_bytes(), &[0], value].concat(),
+        ));
+        return;
+    }
+    write_now(common, kind, key, value);
+}
+
+/// Written whole beside, then renamed into place. A file that cannot be written costs the
+/// next run only time.
+fn write_now(common: &Path, kind: &str, key: Key, value: &[u8]) {
     let path = file_of(common, kind);
     let Some(dir) = path.parent() else { return };
     let written = std::fs::create_dir_all(dir).and_then(|()| {
@@ -119,6 +165,7 @@ mod tests {
         let common = dir.path();
         let key = Key::of(&[b"tree", b"a"]);
         assert_eq!(read(common, "kind", key), None);
+        open();
         write(common, "kind", key, b"value");
         assert_eq!(read(common, "kind", key).as_deref(), Some(&b"value"[..]));
         // Parts that read alike when joined are other keys.

@@ -6,7 +6,7 @@ mod clean_since;
 mod cleanroom;
 pub mod dates;
 pub mod demo;
-mod derived;
+pub mod derived;
 mod dirty;
 pub mod discard;
 pub mod entries;

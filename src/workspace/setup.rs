@@ -361,6 +361,7 @@ mod tests {
     /// the same, links and all, and a lister of the regular ones leaves the links out.
     #[test]
     fn the_files_of_a_tree_kept_for_the_next_run_are_those_a_walk_finds() {
+        crate::workspace::derived::open();
         let dir = tempfile::tempdir().unwrap();
         let (repo, commit) = repo_with_commit(dir.path());
         let blob = repo.blob(b"calc.py").unwrap();

@@ -1021,6 +1021,7 @@ mod tests {
     /// another tree is walked anew.
     #[test]
     fn protected_entries_kept_for_the_next_run_are_those_a_fresh_walk_finds() {
+        super::super::derived::open();
         let dir = tempfile::tempdir().unwrap();
         let temp = tempfile::tempdir().unwrap();
         let (repo, first) = repo_with(
