@@ -151,7 +151,7 @@ pub fn plan_fix(
         && earlier.is_none()
         && passed_before.is_none()
     {
-        Uncommitted::look(&repo).say();
+        say_uncommitted(&repo);
     }
     if room_ahead.is_none() && passed_before.is_none() {
         room_ahead = Some(ahead()?);
@@ -343,51 +343,39 @@ fn starting_point(repo: &Repository, request: &FixRequest) -> Result<BaseInfo, P
     Ok(resolve_base(repo, &request.base)?)
 }
 
-/// Whether uncommitted tracked changes are left out of the run, and the line that says so:
-/// a status of the whole checkout, taken in a thread of its own while the run is planned and
-/// starts (the run says it once it has started), and not at all where nothing will run.
-struct Uncommitted(std::thread::JoinHandle<Option<String>>);
-
-impl Uncommitted {
-    fn look(repo: &Repository) -> Uncommitted {
-        Uncommitted(look_at_uncommitted(repo.path()))
-    }
-
-    fn line(git_dir: &Path) -> Option<String> {
-        let repo = Repository::open(git_dir).ok()?;
-        let changed = uncommitted(&repo).unwrap_or_default();
-        let first = changed.first()?;
-        Some(format!(
-            "your uncommitted changes are not part of this run ({} changed tracked files, \
-             e.g. {first}); commit them, or pass --dirty to start from them",
-            changed.len(),
-        ))
-    }
-
-    fn say(self) {
-        if let Ok(Some(line)) = self.0.join() {
-            eprintln!("agent-git: {}", for_terminal(&line));
-        }
-    }
+/// The line that says uncommitted tracked changes of the checkout of the repository at
+/// `git_dir` are left out of the run; None where there are none. A status of the whole
+/// checkout, taken only where a run will come.
+fn uncommitted_line(git_dir: &Path) -> Option<String> {
+    let repo = Repository::open(git_dir).ok()?;
+    let changed = uncommitted(&repo).unwrap_or_default();
+    let first = changed.first()?;
+    Some(format!(
+        "your uncommitted changes are not part of this run ({} changed tracked files, e.g. \
+         {first}); commit them, or pass --dirty to start from them",
+        changed.len(),
+    ))
 }
 
-/// Whether the checkout of the repository at `git_dir` has uncommitted tracked changes, and
-/// the line that says so, looked at in a thread of its own. The thread yields to the rest of
-/// the start (nice 10): nothing waits for it, and on two cores it took a third of the CPU
-/// between a large repository's start and its first request.
+/// `uncommitted_line`, looked at in a thread of its own beside the run's start. The thread
+/// yields to the rest of the start (nice 10): nothing waits for it, and on two cores it took a
+/// third of the CPU between a large repository's start and its first request.
 pub(crate) fn look_at_uncommitted(git_dir: &Path) -> crate::run::Notice {
     let git_dir = git_dir.to_path_buf();
     std::thread::spawn(move || {
         // A thread's nice value is its own on Linux; raising it needs no privilege.
         let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
-        Uncommitted::line(&git_dir)
+        uncommitted_line(&git_dir)
     })
 }
 
-/// Says, on stderr, whether uncommitted tracked changes are left out: for a set of attempts,
-/// once for them all.
+/// Says, on stderr, whether uncommitted tracked changes are left out: before a run that
+/// answers first whether the base already passes, and for a set of attempts, once for them
+/// all.
 pub(crate) fn say_uncommitted(repo: &Repository) {
-    Uncommitted::look(repo).say();
+    if let Some(line) = uncommitted_line(repo.path()) {
+        eprintln!("agent-git: {}", for_terminal(&line));
+    }
 }
 
 /// Whether someone can answer the model's questions: asked for, and a terminal to ask at.
