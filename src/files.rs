@@ -29,6 +29,39 @@ pub fn read_regular(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The whole of what a run kept for a later one at `path`: only a regular file, not through
+/// a link, of at most `largest` bytes (a larger one is refused, not cut). None otherwise: a
+/// kept file costs a run time at most, never a hang.
+pub fn read_kept(path: &Path, largest: u64) -> Option<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = opened.metadata().ok()?;
+    if !meta.is_file() || meta.len() > largest {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    opened.take(largest).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Keeps `bytes` at `path` for a later run, its folders made where missing: written whole
+/// beside, then renamed into place, so that a run reading it finds all or none.
+pub fn keep(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no folder to keep it in"))?;
+    std::fs::create_dir_all(dir)?;
+    let mut beside = tempfile::NamedTempFile::new_in(dir)?;
+    beside.write_all(bytes)?;
+    beside.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -613,37 +613,18 @@ fn facts_file(venv: Option<&std::path::Path>) -> String {
 /// The facts in `file`, if it is a regular file of a sane size (no link, pipe or device is
 /// read: a remembered answer costs a run time at most, never a hang).
 fn read_facts(file: &std::path::Path) -> Option<Kept> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    const LARGEST: u64 = 4 << 20;
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(file)
-        .ok()?;
-    let meta = opened.metadata().ok()?;
-    if !meta.is_file() || meta.len() > LARGEST {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    opened.take(LARGEST).read_to_end(&mut bytes).ok()?;
-    serde_json::from_slice(&bytes).ok()
+    serde_json::from_slice(&crate::files::read_kept(file, 4 << 20)?).ok()
 }
 
 /// Keeps `facts` for the next run: written whole beside, then renamed into place, so that a
 /// run reading them finds all or none. A cache that cannot be written costs only time.
 fn remember(file: &std::path::Path, facts: &PythonFacts, stamp: &str) {
-    let Some(dir) = file.parent() else { return };
-    let written = std::fs::create_dir_all(dir).and_then(|()| {
-        let mut beside = tempfile::NamedTempFile::new_in(dir)?;
-        let kept = Kept {
-            facts: facts.clone(),
-            stamp: stamp.to_string(),
-            digest: Kept::digest_of(facts, stamp),
-        };
-        serde_json::to_writer(&mut beside, &kept).map_err(std::io::Error::other)?;
-        beside.persist(file).map_err(|e| e.error)?;
-        Ok(())
-    });
-    let _ = written;
+    let kept = Kept {
+        facts: facts.clone(),
+        stamp: stamp.to_string(),
+        digest: Kept::digest_of(facts, stamp),
+    };
+    if let Ok(bytes) = serde_json::to_vec(&kept) {
+        let _ = crate::files::keep(file, &bytes);
+    }
 }

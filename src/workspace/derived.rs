@@ -72,20 +72,7 @@ fn file_of(common: &Path, kind: &str) -> PathBuf {
 /// What was kept of `kind` under `key`, if that is the key it was kept under. Only a regular
 /// file of a sane size is read (no link, pipe or device).
 pub fn read(common: &Path, kind: &str, key: Key) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    const LARGEST: u64 = 64 << 20;
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(file_of(common, kind))
-        .ok()?;
-    let meta = opened.metadata().ok()?;
-    if !meta.is_file() || meta.len() > LARGEST {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    opened.take(LARGEST).read_to_end(&mut bytes).ok()?;
+    let bytes = crate::files::read_kept(&file_of(common, kind), 64 << 20)?;
     let rest = bytes.strip_prefix(MAGIC)?;
     let rest = rest.strip_prefix(key.text().as_bytes())?;
     Some(rest.to_vec())
@@ -138,21 +125,26 @@ pub fn write(common: &Path, kind: &str, key: Key, value: &[u8]) {
     write_now(common, kind, key, value);
 }
 
-/// Written whole beside, then renamed into place. A file that cannot be written costs the
-/// next run only time.
+/// A file that cannot be written costs the next run only time.
 fn write_now(common: &Path, kind: &str, key: Key, value: &[u8]) {
-    let path = file_of(common, kind);
-    let Some(dir) = path.parent() else { return };
-    let written = std::fs::create_dir_all(dir).and_then(|()| {
-        use std::io::Write;
-        let mut beside = tempfile::NamedTempFile::new_in(dir)?;
-        beside.write_all(MAGIC)?;
-        beside.write_all(key.text().as_bytes())?;
-        beside.write_all(value)?;
-        beside.persist(&path).map_err(|e| e.error)?;
-        Ok(())
-    });
-    let _ = written;
+    let whole = [MAGIC, key.text().as_bytes(), value].concat();
+    let _ = crate::files::keep(&file_of(common, kind), &whole);
+}
+
+/// Adds one part to a kept value: its `pieces`, then a NUL.
+pub fn push_part(out: &mut Vec<u8>, pieces: &[&[u8]]) {
+    for piece in pieces {
+        out.extend_from_slice(piece);
+    }
+    out.push(0);
+}
+
+/// The parts `push_part` added; None where `bytes` are not such parts.
+pub fn split_parts(bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    if bytes.is_empty() {
+        return Some(Vec::new());
+    }
+    Some(bytes.strip_suffix(&[0])?.split(|b| *b == 0).collect())
 }
 
 #[cfg(test)]

@@ -401,20 +401,17 @@ fn attribute_files_in(
 }
 
 /// Each tree of the memo as its id and its count of files, then each file as its folder and
-/// its blob's id, every part followed by a NUL.
+/// its blob's id, each a part (`derived::push_part`).
 fn encode_memo(memo: &HashMap<Oid, AttributeFiles>) -> Vec<u8> {
+    use super::derived::push_part;
     use std::os::unix::ffi::OsStrExt;
     let mut out = Vec::new();
-    let mut part = |bytes: &[u8]| {
-        out.extend_from_slice(bytes);
-        out.push(0);
-    };
     for (tree, files) in memo {
-        part(tree.to_string().as_bytes());
-        part(files.len().to_string().as_bytes());
+        push_part(&mut out, &[tree.to_string().as_bytes()]);
+        push_part(&mut out, &[files.len().to_string().as_bytes()]);
         for (dir, blob) in files.iter() {
-            part(dir.as_os_str().as_bytes());
-            part(blob.to_string().as_bytes());
+            push_part(&mut out, &[dir.as_os_str().as_bytes()]);
+            push_part(&mut out, &[blob.to_string().as_bytes()]);
         }
     }
     out
@@ -425,10 +422,7 @@ fn decode_memo(bytes: &[u8]) -> Option<HashMap<Oid, AttributeFiles>> {
     use std::os::unix::ffi::OsStrExt;
     let oid = |part: &[u8]| Oid::from_str(std::str::from_utf8(part).ok()?).ok();
     let mut memo = HashMap::new();
-    if bytes.is_empty() {
-        return Some(memo);
-    }
-    let mut parts = bytes.strip_suffix(&[0])?.split(|b| *b == 0);
+    let mut parts = super::derived::split_parts(bytes)?.into_iter();
     while let Some(tree) = parts.next() {
         let tree = oid(tree)?;
         let count: usize = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;

@@ -136,23 +136,18 @@ fn blob_paths(repo: &Repository, tree: &git2::Tree) -> Result<Vec<(String, bool)
     })?;
     let mut kept = Vec::with_capacity(paths.iter().map(|(p, _)| p.len() + 2).sum());
     for (path, regular) in &paths {
-        kept.push(if *regular { b'r' } else { b'o' });
-        kept.extend_from_slice(path.as_bytes());
-        kept.push(0);
+        let kind: &[u8] = if *regular { b"r" } else { b"o" };
+        super::derived::push_part(&mut kept, &[kind, path.as_bytes()]);
     }
     super::derived::write(common, BLOB_PATHS, key, &kept);
     Ok(paths)
 }
 
-/// The paths `blob_paths` kept: each its kind's letter, its text and a NUL. None for
-/// anything else.
+/// The paths `blob_paths` kept: each its kind's letter and its text, a part
+/// (`derived::push_part`). None for anything else.
 fn decode_blob_paths(bytes: &[u8]) -> Option<Vec<(String, bool)>> {
-    if bytes.is_empty() {
-        return Some(Vec::new());
-    }
-    bytes
-        .strip_suffix(&[0])?
-        .split(|b| *b == 0)
+    super::derived::split_parts(bytes)?
+        .into_iter()
         .map(|entry| {
             let (kind, path) = entry.split_first()?;
             let path = std::str::from_utf8(path).ok()?.to_string();

@@ -65,23 +65,18 @@ pub struct CleanRoom {
 pub struct ProtectedMemo(std::collections::HashMap<(PathBuf, Oid), std::sync::Arc<Vec<PathBuf>>>);
 
 impl ProtectedMemo {
-    /// Each folder as its path, its tree's id and its protected entries, each part followed
-    /// by a NUL (ids in hex, the count of entries in decimal).
+    /// Each folder as its path, its tree's id and the count of its protected entries (in
+    /// decimal), then those entries, each a part (`derived::push_part`).
     fn encode(&self) -> Vec<u8> {
+        use super::derived::push_part;
         use std::os::unix::ffi::OsStrExt;
         let mut out = Vec::new();
         for ((folder, tree), found) in &self.0 {
-            for part in [
-                folder.as_os_str().as_bytes(),
-                tree.to_string().as_bytes(),
-                found.len().to_string().as_bytes(),
-            ] {
-                out.extend_from_slice(part);
-                out.push(0);
-            }
+            push_part(&mut out, &[folder.as_os_str().as_bytes()]);
+            push_part(&mut out, &[tree.to_string().as_bytes()]);
+            push_part(&mut out, &[found.len().to_string().as_bytes()]);
             for rel in found.iter() {
-                out.extend_from_slice(rel.as_os_str().as_bytes());
-                out.push(0);
+                push_part(&mut out, &[rel.as_os_str().as_bytes()]);
             }
         }
         out
@@ -92,10 +87,7 @@ impl ProtectedMemo {
         use std::os::unix::ffi::OsStrExt;
         let path = |part: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(part));
         let mut memo = ProtectedMemo::default();
-        if bytes.is_empty() {
-            return Some(memo);
-        }
-        let mut parts = bytes.strip_suffix(&[0])?.split(|b| *b == 0);
+        let mut parts = super::derived::split_parts(bytes)?.into_iter();
         while let Some(folder) = parts.next() {
             let tree = Oid::from_str(std::str::from_utf8(parts.next()?).ok()?).ok()?;
             let count: usize = std::str::from_utf8(parts.next()?).ok()?.parse().ok()?;
@@ -970,10 +962,9 @@ mod tests {
             assert_eq!(remembered, fresh);
         }
         let mut names = |tree| {
-            let found = room.protected_paths(tree, &protection, &mut memo).unwrap();
-            found
+            protected_in_room(&room, tree, &protection, &mut memo)
                 .iter()
-                .map(|p| p.strip_prefix(room.path()).unwrap().display().to_string())
+                .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
         };
         assert_eq!(
@@ -981,6 +972,20 @@ mod tests {
             ["pkg/deep/test_deep.py", "pkg/test_pkg.py", "tests"]
         );
         assert_eq!(names(third), ["pkg/deep/test_deep.py", "tests"]);
+    }
+
+    /// The protected entries `room` finds in `tree`, relative to its tree.
+    fn protected_in_room(
+        room: &CleanRoom,
+        tree: Oid,
+        protection: &crate::guard::Protection,
+        memo: &mut ProtectedMemo,
+    ) -> Vec<PathBuf> {
+        let found = room.protected_paths(tree, protection, memo).unwrap();
+        found
+            .iter()
+            .map(|p| p.strip_prefix(room.path()).unwrap().to_path_buf())
+            .collect()
     }
 
     /// A test in a folder, or of a name, that is not UTF-8 is protected as any other.
@@ -1038,21 +1043,9 @@ mod tests {
         let more = crate::guard::Protection::new(&[], &["pkg/deep/code.py".into()]).unwrap();
         let fresh_room = CleanRoom::create(&repo.path().join("objects"), repo.workdir()).unwrap();
         let fresh = |tree, protection| {
-            let found = fresh_room
-                .protected_paths(tree, protection, &mut ProtectedMemo::default())
-                .unwrap();
-            found
-                .iter()
-                .map(|p| p.strip_prefix(fresh_room.path()).unwrap().to_path_buf())
-                .collect::<Vec<_>>()
+            protected_in_room(&fresh_room, tree, protection, &mut ProtectedMemo::default())
         };
-        let asked = |room: &CleanRoom, tree, protection, memo: &mut ProtectedMemo| {
-            let found = room.protected_paths(tree, protection, memo).unwrap();
-            found
-                .iter()
-                .map(|p| p.strip_prefix(room.path()).unwrap().to_path_buf())
-                .collect::<Vec<_>>()
-        };
+        let asked = protected_in_room;
         {
             let room = lasting(temp.path(), &repo);
             let found = asked(&room, first, &plain, &mut ProtectedMemo::default());
