@@ -3,6 +3,8 @@
 
 use super::Workspace;
 use git2::{BranchType, Oid, Repository, WorktreeAddOptions};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Why a run could not start: a usage or setup error (exit 2); the repository is left as it was.
@@ -181,16 +183,78 @@ pub fn base_reader(
             .filter_map(|(path, regular)| regular.then_some(path))
             .collect()
     };
-    let read = move |path: &str| {
-        let tree = own.find_tree(tree_id).ok()?;
-        let entry = tree.get_path(Path::new(path)).ok()?;
-        if !is_regular(entry.filemode()) {
+    let files = TreeFiles::new(own, tree_id);
+    let read = move |path: &str| files.read(path);
+    Ok((Box::new(list), Box::new(read)))
+}
+
+/// The most folders `TreeFiles` keeps parsed at once; past it they are found again.
+const KEPT_FOLDERS: usize = 256;
+
+/// The entries of one folder of a tree, by name: what each holds and its mode.
+type Folder = HashMap<Vec<u8>, (Oid, i32)>;
+
+/// Reads the files of one tree by path, each folder found and parsed once. libgit2 caches no
+/// tree above 4 KiB and `Tree::get_path` parses every folder above the file again, so reading
+/// each file of a folder of 1,000 entries that way parsed the folder once per file: the brief
+/// of a repository of 100,000 source files took 10 s to read them.
+struct TreeFiles {
+    repo: std::rc::Rc<Repository>,
+    root: Oid,
+    folders: RefCell<HashMap<Vec<u8>, std::rc::Rc<Folder>>>,
+}
+
+impl TreeFiles {
+    fn new(repo: std::rc::Rc<Repository>, root: Oid) -> TreeFiles {
+        TreeFiles {
+            repo,
+            root,
+            folders: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The text of the regular file at `path` (`/`-separated); None for anything else.
+    fn read(&self, path: &str) -> Option<String> {
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let &(id, mode) = self.folder(dir.as_bytes())?.get(name.as_bytes())?;
+        if !is_regular(mode) {
             return None;
         }
-        let blob = own.find_blob(entry.id()).ok()?;
+        let blob = self.repo.find_blob(id).ok()?;
         Some(String::from_utf8_lossy(blob.content()).into_owned())
-    };
-    Ok((Box::new(list), Box::new(read)))
+    }
+
+    /// The entries of the folder at `dir` ("" for the root), parsed once while kept.
+    fn folder(&self, dir: &[u8]) -> Option<std::rc::Rc<Folder>> {
+        if let Some(folder) = self.folders.borrow().get(dir) {
+            return Some(folder.clone());
+        }
+        let id = if dir.is_empty() {
+            self.root
+        } else {
+            let (parent, name) = match dir.iter().rposition(|&b| b == b'/') {
+                Some(i) => (&dir[..i], &dir[i + 1..]),
+                None => (&b""[..], dir),
+            };
+            let &(id, mode) = self.folder(parent)?.get(name)?;
+            if mode != 0o040000 {
+                return None;
+            }
+            id
+        };
+        let tree = self.repo.find_tree(id).ok()?;
+        let entries: Folder = tree
+            .iter()
+            .map(|e| (e.name_bytes().to_vec(), (e.id(), e.filemode())))
+            .collect();
+        let entries = std::rc::Rc::new(entries);
+        let mut folders = self.folders.borrow_mut();
+        if folders.len() >= KEPT_FOLDERS {
+            folders.clear();
+        }
+        folders.insert(dir.to_vec(), entries.clone());
+        Some(entries)
+    }
 }
 
 /// A file's mode in a tree that is a regular file: not a link, not a submodule.
@@ -351,6 +415,45 @@ mod tests {
     use super::*;
     use crate::guard::Protection;
     use crate::workspace::{CommitOutcome, NoHooks};
+
+    /// The reader of a tree's files finds each by its folders, whatever it kept of them: a
+    /// file deep down, in more folders than it keeps, a link and a folder (no text), and a
+    /// name that is not there.
+    #[test]
+    fn the_files_of_a_tree_are_read_by_path_through_its_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let root = {
+            let mut top = repo.treebuilder(None).unwrap();
+            for i in 0..KEPT_FOLDERS + 10 {
+                let blob = repo.blob(format!("def f{i}():\n").as_bytes()).unwrap();
+                let mut inner = repo.treebuilder(None).unwrap();
+                inner.insert(format!("f{i}.py"), blob, 0o100644).unwrap();
+                inner.insert("link.py", blob, 0o120000).unwrap();
+                let mut middle = repo.treebuilder(None).unwrap();
+                middle
+                    .insert("deep", inner.write().unwrap(), 0o040000)
+                    .unwrap();
+                top.insert(format!("m{i}"), middle.write().unwrap(), 0o040000)
+                    .unwrap();
+            }
+            let mut root = repo.treebuilder(None).unwrap();
+            root.insert("pkg", top.write().unwrap(), 0o040000).unwrap();
+            root.write().unwrap()
+        };
+        let files = TreeFiles::new(std::rc::Rc::new(repo), root);
+        for round in 0..2 {
+            for i in (0..KEPT_FOLDERS + 10).rev() {
+                let path = format!("pkg/m{i}/deep/f{i}.py");
+                assert_eq!(files.read(&path), Some(format!("def f{i}():\n")), "{round}");
+            }
+        }
+        assert_eq!(files.read("pkg/m3/deep/link.py"), None);
+        assert_eq!(files.read("pkg/m3/deep"), None);
+        assert_eq!(files.read("pkg/m3/deep/f4.py"), None);
+        assert_eq!(files.read("pkg/m3/deep/f3.py/x"), None);
+        assert!(files.folders.borrow().len() <= KEPT_FOLDERS);
+    }
 
     /// The files of a tree, listed from a walk and read back from what the walk kept, are
     /// the same, links and all, and a lister of the regular ones leaves the links out.
