@@ -324,6 +324,50 @@ shop/accounts/admin.py
     }
 
     #[test]
+    fn a_large_repository_is_searched_for_the_failures_names_nearest_first_and_only_so_far() {
+        let mut repo = shop();
+        // More unrelated modules than the search reads, all before the shop in path order,
+        // and one past them that defines a name the failure printed.
+        let far = super::super::rank::DEFINING_FILES + 500;
+        for i in 0..far {
+            repo.insert(
+                format!("aaa/m{i:05}.py"),
+                format!("def unrelated_{i}():\n    pass\n"),
+            );
+        }
+        repo.insert(
+            "zzz/far.py".into(),
+            "def apply_discount(total, code):\n    pass\n".into(),
+        );
+        let reads = std::cell::Cell::new(0);
+        let mut files: Vec<String> = repo.keys().cloned().collect();
+        files.sort();
+        let read = |p: &str| {
+            reads.set(reads.get() + 1);
+            repo.get(p).cloned()
+        };
+        let map = repo_map(&files, &read, &focus_of(&repo), 200);
+        assert!(
+            reads.get() < super::super::rank::DEFINING_FILES + 100,
+            "{} files read of {}",
+            reads.get(),
+            files.len()
+        );
+        // rates.py shares the shop's folder with the failure's files: read first, and found.
+        assert_eq!(
+            paths(&map)[..4],
+            [
+                "shop/cart.py",
+                "shop/pricing.py",
+                "shop/models.py",
+                "shop/legacy/rates.py"
+            ],
+            "{map}"
+        );
+        assert!(!map.contains("zzz/far.py"), "{map}");
+    }
+
+    #[test]
     fn a_small_budget_cuts_files_and_says_how_many() {
         let repo = shop();
         let focus = focus_of(&repo);
