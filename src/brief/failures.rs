@@ -26,13 +26,23 @@ pub fn failing_context(
     read: &dyn Fn(&str) -> Option<String>,
     max_bytes: usize,
 ) -> String {
-    let repo = RepoFiles::new(files);
+    context_in(result, &RepoFiles::new(files), files, read, max_bytes)
+}
+
+/// `failing_context`, with the files' index (`RepoFiles`) made once for the whole brief.
+pub(crate) fn context_in(
+    result: &TestResult,
+    repo: &RepoFiles,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+    max_bytes: usize,
+) -> String {
     let mut reader = Reader::new(read);
     let failures = result.failing.iter().take(MAX_TESTS);
     let tests: Vec<(&str, Located)> = failures
-        .filter_map(|f| Some((f.name.as_str(), locate(&f.name, &repo, files, &mut reader)?)))
+        .filter_map(|f| Some((f.name.as_str(), locate(&f.name, repo, files, &mut reader)?)))
         .collect();
-    let frames = frames_in(&output_of(result), &repo);
+    let frames = frames_in(&output_of(result), repo);
     let quoted = |f: &Frame| {
         let in_test =
             |(_, t): &(&str, Located)| t.file == f.file && (t.start..=t.end).contains(&f.line);

@@ -8,6 +8,7 @@
 //!   25   def total(self)
 //! ```
 
+use super::frames::RepoFiles;
 use super::outline::{outline, Def};
 use super::rank::{Candidate, Focus, Ranking};
 
@@ -22,11 +23,22 @@ pub fn repo_map(
     focus: &Focus,
     max_tokens: usize,
 ) -> String {
+    map_in(files, &RepoFiles::new(files), read, focus, max_tokens)
+}
+
+/// `repo_map`, with the files' index (`RepoFiles`) made once for the whole brief.
+pub(crate) fn map_in<'f>(
+    files: &'f [String],
+    repo: &RepoFiles<'f>,
+    read: &dyn Fn(&str) -> Option<String>,
+    focus: &Focus,
+    max_tokens: usize,
+) -> String {
     if max_tokens == 0 {
         return String::new();
     }
     let budget = max_tokens.saturating_mul(BYTES_PER_TOKEN);
-    let mut ranking = Ranking::new(files, read, focus);
+    let mut ranking = Ranking::new(files, repo, read, focus);
     let total = ranking.len();
     let focused = ranking.focused();
     // The rest is ranked only if the map gets past the focused files.

@@ -77,8 +77,11 @@ impl Brief {
             return sections;
         }
         let files = (self.files)();
+        // Indexed once: on 100,000 files each index of them took 13 ms.
+        let repo = frames::RepoFiles::new(&files);
         if !initial.passed {
-            let context = failing_context(initial, &files, &self.read, self.failure_bytes);
+            let context =
+                failures::context_in(initial, &repo, &files, &self.read, self.failure_bytes);
             if !context.is_empty() {
                 sections.push(format!(
                     "The failing tests, and the repository lines their tracebacks pass \
@@ -87,8 +90,8 @@ impl Brief {
             }
         }
         if self.map_tokens > 0 {
-            let focus = Focus::from_result(initial, &files);
-            let map = repo_map(&files, &self.read, &focus, self.map_tokens);
+            let focus = Focus::of(initial, &repo);
+            let map = map::map_in(&files, &repo, &self.read, &focus, self.map_tokens);
             if !map.is_empty() {
                 sections.push(format!(
                     "A map of the repository's source files and their definitions (line \

@@ -27,8 +27,12 @@ pub struct Focus {
 impl Focus {
     /// The focus of a failed run: its tracebacks, its tests' files, the names it printed.
     pub fn from_result(result: &TestResult, files: &[String]) -> Focus {
-        let repo = RepoFiles::new(files);
-        let frames = frames_in(&output_of(result), &repo);
+        Focus::of(result, &RepoFiles::new(files))
+    }
+
+    /// `from_result`, with the files' index made once for the whole brief.
+    pub(crate) fn of(result: &TestResult, repo: &RepoFiles) -> Focus {
+        let frames = frames_in(&output_of(result), repo);
         let mut traced: Vec<String> = Vec::new();
         for frame in &frames {
             if !traced.contains(&frame.file) {
@@ -37,7 +41,7 @@ impl Focus {
         }
         let mut tests: Vec<String> = Vec::new();
         for failure in &result.failing {
-            if let Some(file) = test_file(&failure.name, &repo) {
+            if let Some(file) = test_file(&failure.name, repo) {
                 if !tests.iter().any(|t| t == file) {
                     tests.push(file.to_string());
                 }
@@ -122,6 +126,7 @@ impl<'f> Ranking<'f> {
     /// Ranks the traced files and what they and the failing tests import.
     pub(crate) fn new(
         files: &'f [String],
+        repo: &RepoFiles<'f>,
         read: &dyn Fn(&str) -> Option<String>,
         focus: &Focus,
     ) -> Self {
@@ -137,7 +142,7 @@ impl<'f> Ranking<'f> {
         let mut texts: HashMap<&str, String> = HashMap::new();
         let mut keys: HashMap<&str, Key> = HashMap::new();
         let importers: Vec<&str> = traced.iter().chain(&tests).copied().collect();
-        let imported = imports_of(&importers, files, &sources, read, &mut texts);
+        let imported = imports_of(&importers, repo, &sources, read, &mut texts);
         let focused = traced
             .iter()
             .map(|f| (0, f))
@@ -330,19 +335,18 @@ fn distinct_matches(pattern: &Regex, text: &str) -> usize {
 /// The repository files that `importers` import, in the order found, importers excluded.
 fn imports_of<'f>(
     importers: &[&'f str],
-    files: &'f [String],
+    repo: &RepoFiles<'f>,
     sources: &[(&'f str, Lang)],
     read: &dyn Fn(&str) -> Option<String>,
     texts: &mut HashMap<&'f str, String>,
 ) -> Vec<&'f str> {
-    let repo = RepoFiles::new(files);
     let mut found: Vec<&'f str> = Vec::new();
     for &importer in importers {
         let Some(text) = read(importer) else { continue };
         let Some(lang) = Lang::of(importer) else {
             continue;
         };
-        let wanted = super::imports::imported(importer, lang, &text, &repo, sources);
+        let wanted = super::imports::imported(importer, lang, &text, repo, sources);
         texts.insert(importer, text);
         for file in wanted {
             if !found.contains(&file) && !importers.contains(&file) {
