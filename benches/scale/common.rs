@@ -50,8 +50,9 @@ impl Options {
     }
 }
 
-/// A committed repository: `calc.py` and its test at the root, `src/` with some code, and
-/// `data/dNNN/fNNNNN.txt`, 100 files to a folder.
+/// A committed repository: `calc.py` and its test at the root, and `pkg/dNNN/mNNNNNN.py`,
+/// 100 modules to a folder, each with a function and a class: source, as most of a real
+/// repository is, for what reads source (the brief's map) to pay what it would there.
 pub struct Repo {
     _dir: tempfile::TempDir,
     pub path: PathBuf,
@@ -68,16 +69,20 @@ impl Repo {
         write(&path.join("test_calc.py"), TEST_CALC);
         write(&path.join(".gitignore"), "__pycache__/\n*.pyc\n");
         for i in 0..files {
-            let sub = path.join(format!("data/d{:03}", i / 100));
+            let sub = path.join(format!("pkg/d{:03}", i / 100));
             if i % 100 == 0 {
                 std::fs::create_dir_all(&sub).expect("mkdir");
             }
-            let text = if i == files / 2 {
-                format!("line {i}\n{RARE} = {i}\n")
+            let rare = if i == files / 2 {
+                format!("\n{RARE} = {i}\n")
             } else {
-                format!("line {i}\nvalue = {}\n", i * 7)
+                String::new()
             };
-            write(&sub.join(format!("f{i:06}.txt")), &text);
+            let text = format!(
+                "\"\"\"Module {i}.\"\"\"\n\n\ndef value_{i}(x):\n    return x * {i}\n\n\n\
+                 class Part{i}:\n    def size(self):\n        return {i}\n{rare}"
+            );
+            write(&sub.join(format!("m{i:06}.py")), &text);
         }
         git(&path, &["add", "-A"]);
         git(&path, &["commit", "-q", "-m", "base"]);

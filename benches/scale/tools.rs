@@ -41,7 +41,7 @@ pub fn list_files(repo: &Repo, options: &Options) {
     let counts = list::FileCounts::default();
     let listed = list::list(&guard, &git, &counts, ".", 0).expect("list");
     let expected = format!(
-        "data/ ({} files)\n.gitignore\ncalc.py\ntest_calc.py\n",
+        "pkg/ ({} files)\n.gitignore\ncalc.py\ntest_calc.py\n",
         repo.files
     );
     assert_eq!(listed.content, expected);
