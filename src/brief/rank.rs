@@ -112,8 +112,8 @@ pub(crate) struct Candidate<'f> {
 type Key = (u8, i64, usize);
 
 /// The source files of a map in rank order, in two parts: the files the failure is about,
-/// found by reading a few files; then the rest, whose ranking reads every other file and is
-/// only worth it when the map gets that far.
+/// found by reading a few files; then the rest, whose ranking reads the files nearest the
+/// failure (up to a budget) and is only worth it when the map gets that far.
 pub(crate) struct Ranking<'f> {
     sources: Vec<(&'f str, Lang)>,
     keys: HashMap<&'f str, Key>,
@@ -188,9 +188,14 @@ impl<'f> Ranking<'f> {
             .map(|(f, _)| *f)
             .filter(|f| !self.keys.contains_key(f) && !is_test_path(f))
             .collect();
-        let anchors: Vec<&str> = self.keys.keys().chain(&self.late).copied().collect();
-        let nearest = nearest_first(unranked, &anchors);
-        let found = defining(&nearest, names, read, &mut self.texts);
+        let found = match names.is_empty() {
+            true => Vec::new(),
+            false => {
+                let anchors: Vec<&str> = self.keys.keys().chain(&self.late).copied().collect();
+                let nearest = nearest_first(unranked, &anchors);
+                defining(&nearest, names, read, &mut self.texts)
+            }
+        };
         let mut tiers: HashMap<&str, Key> = HashMap::new();
         for (file, count) in found {
             tiers.insert(file, (2, -(count as i64), 0));
@@ -232,14 +237,15 @@ fn key(file: &str, keys: &HashMap<&str, Key>, failing_tests: &[&str]) -> Key {
 /// The most text `defining` reads, and the most files: on a large repository it reads the
 /// files nearest the failure, not the whole repository (100,000 files took seconds, and held
 /// their text in memory), and the map then ranks the rest by path alone.
-const DEFINING_BYTES: usize = 4 << 20;
+const DEFINING_BYTES: usize = 16 << 20;
 pub(super) const DEFINING_FILES: usize = 5_000;
 
-/// `files` with those sharing the most folders with one of `anchors` first (the files the
-/// failure is about), then the rest as before: what a search that must stop somewhere
-/// reads first.
+/// `files` with those in the folder of one of `anchors` first (the files the failure is
+/// about), then those sharing the most folders with one, then the rest, each part in the
+/// order it came: what a search that must stop somewhere reads first.
 fn nearest_first<'f>(files: Vec<&'f str>, anchors: &[&str]) -> Vec<&'f str> {
-    // Each folder an anchor is in, with how many folders deep it is.
+    let own: HashSet<&str> = anchors.iter().map(|a| folder_of(a)).collect();
+    // Each folder above an anchor, with how many folders deep it is.
     let mut shared: HashMap<&str, usize> = HashMap::new();
     for anchor in anchors {
         for (i, _) in anchor.match_indices('/') {
@@ -247,15 +253,23 @@ fn nearest_first<'f>(files: Vec<&'f str>, anchors: &[&str]) -> Vec<&'f str> {
             shared.insert(folder, folder.matches('/').count() + 1);
         }
     }
-    let nearness = |file: &str| -> usize {
-        file.rmatch_indices('/')
+    let nearness = |file: &str| -> (bool, usize) {
+        let depth = file
+            .rmatch_indices('/')
             .find_map(|(i, _)| shared.get(&file[..i]).copied())
-            .unwrap_or(0)
+            .unwrap_or(0);
+        (own.contains(folder_of(file)), depth)
     };
-    let mut ranked: Vec<(usize, &str)> = files.into_iter().map(|f| (nearness(f), f)).collect();
+    let mut ranked: Vec<((bool, usize), &str)> =
+        files.into_iter().map(|f| (nearness(f), f)).collect();
     // Stable: files equally near keep their order.
     ranked.sort_by_key(|&(near, _)| std::cmp::Reverse(near));
     ranked.into_iter().map(|(_, f)| f).collect()
+}
+
+/// The folder `path` is in; "" at the root.
+fn folder_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(dir, _)| dir)
 }
 
 /// The files of `candidates` that define any of `names`, with how many of them, read in
@@ -355,4 +369,31 @@ fn imports_of<'f>(
         }
     }
     found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_search_reads_the_failures_own_folders_first_then_their_neighbours() {
+        let anchors = ["calc.py", "lib/util/x.py"];
+        let files = vec![
+            "lib/other/z.py",
+            "lib/util/y.py",
+            "docs/a.py",
+            "helpers.py",
+            "lib/util/deep/w.py",
+        ];
+        assert_eq!(
+            nearest_first(files, &anchors),
+            [
+                "lib/util/y.py",
+                "helpers.py",
+                "lib/util/deep/w.py",
+                "lib/other/z.py",
+                "docs/a.py"
+            ]
+        );
+    }
 }

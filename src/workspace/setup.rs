@@ -188,8 +188,9 @@ pub fn base_reader(
     Ok((Box::new(list), Box::new(read)))
 }
 
-/// The most folders `TreeFiles` keeps parsed at once; past it they are found again.
-const KEPT_FOLDERS: usize = 256;
+/// The most entries `TreeFiles` keeps of the folders it parsed (about 100 bytes each, for as
+/// long as the run keeps the reader); past it they are found again.
+const KEPT_ENTRIES: usize = 20_000;
 
 /// The entries of one folder of a tree, by name: what each holds and its mode.
 type Folder = HashMap<Vec<u8>, (Oid, i32)>;
@@ -202,6 +203,8 @@ struct TreeFiles {
     repo: std::rc::Rc<Repository>,
     root: Oid,
     folders: RefCell<HashMap<Vec<u8>, std::rc::Rc<Folder>>>,
+    /// How many entries `folders` holds.
+    kept: std::cell::Cell<usize>,
 }
 
 impl TreeFiles {
@@ -210,6 +213,7 @@ impl TreeFiles {
             repo,
             root,
             folders: RefCell::new(HashMap::new()),
+            kept: std::cell::Cell::new(0),
         }
     }
 
@@ -249,9 +253,11 @@ impl TreeFiles {
             .collect();
         let entries = std::rc::Rc::new(entries);
         let mut folders = self.folders.borrow_mut();
-        if folders.len() >= KEPT_FOLDERS {
+        if self.kept.get() + entries.len() > KEPT_ENTRIES {
             folders.clear();
+            self.kept.set(0);
         }
+        self.kept.set(self.kept.get() + entries.len());
         folders.insert(dir.to_vec(), entries.clone());
         Some(entries)
     }
@@ -423,13 +429,19 @@ mod tests {
     fn the_files_of_a_tree_are_read_by_path_through_its_folders() {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path()).unwrap();
+        // 62 entries a folder at the bottom, one above: more than it keeps in all.
+        let count = KEPT_ENTRIES / 60 + 10;
+        let padding = repo.blob(b"").unwrap();
         let root = {
             let mut top = repo.treebuilder(None).unwrap();
-            for i in 0..KEPT_FOLDERS + 10 {
+            for i in 0..count {
                 let blob = repo.blob(format!("def f{i}():\n").as_bytes()).unwrap();
                 let mut inner = repo.treebuilder(None).unwrap();
                 inner.insert(format!("f{i}.py"), blob, 0o100644).unwrap();
                 inner.insert("link.py", blob, 0o120000).unwrap();
+                for j in 0..60 {
+                    inner.insert(format!("pad{j}"), padding, 0o100644).unwrap();
+                }
                 let mut middle = repo.treebuilder(None).unwrap();
                 middle
                     .insert("deep", inner.write().unwrap(), 0o040000)
@@ -443,7 +455,7 @@ mod tests {
         };
         let files = TreeFiles::new(std::rc::Rc::new(repo), root);
         for round in 0..2 {
-            for i in (0..KEPT_FOLDERS + 10).rev() {
+            for i in (0..count).rev() {
                 let path = format!("pkg/m{i}/deep/f{i}.py");
                 assert_eq!(files.read(&path), Some(format!("def f{i}():\n")), "{round}");
             }
@@ -452,7 +464,23 @@ mod tests {
         assert_eq!(files.read("pkg/m3/deep"), None);
         assert_eq!(files.read("pkg/m3/deep/f4.py"), None);
         assert_eq!(files.read("pkg/m3/deep/f3.py/x"), None);
-        assert!(files.folders.borrow().len() <= KEPT_FOLDERS);
+        assert!(files.kept.get() <= KEPT_ENTRIES);
+        // A folder read from is kept: its next file is not found through a parse again.
+        files.read("pkg/m7/deep/f7.py");
+        let kept = files
+            .folders
+            .borrow()
+            .get(&b"pkg/m7/deep"[..])
+            .cloned()
+            .unwrap();
+        files.read("pkg/m7/deep/f7.py");
+        let again = files
+            .folders
+            .borrow()
+            .get(&b"pkg/m7/deep"[..])
+            .cloned()
+            .unwrap();
+        assert!(std::rc::Rc::ptr_eq(&kept, &again));
     }
 
     /// The files of a tree, listed from a walk and read back from what the walk kept, are
