@@ -164,8 +164,9 @@ fn decode_blob_paths(bytes: &[u8]) -> Option<Vec<(String, bool)>> {
 
 /// A lister of the regular files of a commit and a reader of their text, for what the model is
 /// told first. Both share a repository handle of their own and look at the commit's tree when
-/// asked: the brief reads a few hundred files at most, once, and a list or a table of every
-/// file kept for the whole run would cost memory in proportion to the repository.
+/// asked: a list or a table of every file kept for the whole run would cost memory in
+/// proportion to the repository, so the reader keeps only some of the folders it parsed
+/// (`TreeFiles`).
 pub fn base_reader(
     repo: &Repository,
     commit: Oid,
@@ -202,7 +203,7 @@ type Folder = HashMap<Vec<u8>, (Oid, i32)>;
 struct TreeFiles {
     repo: std::rc::Rc<Repository>,
     root: Oid,
-    folders: RefCell<HashMap<Vec<u8>, std::rc::Rc<Folder>>>,
+    folders: RefCell<HashMap<String, std::rc::Rc<Folder>>>,
     /// How many entries `folders` holds.
     kept: std::cell::Cell<usize>,
 }
@@ -220,7 +221,7 @@ impl TreeFiles {
     /// The text of the regular file at `path` (`/`-separated); None for anything else.
     fn read(&self, path: &str) -> Option<String> {
         let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-        let &(id, mode) = self.folder(dir.as_bytes())?.get(name.as_bytes())?;
+        let &(id, mode) = self.folder(dir)?.get(name.as_bytes())?;
         if !is_regular(mode) {
             return None;
         }
@@ -229,18 +230,15 @@ impl TreeFiles {
     }
 
     /// The entries of the folder at `dir` ("" for the root), parsed once while kept.
-    fn folder(&self, dir: &[u8]) -> Option<std::rc::Rc<Folder>> {
+    fn folder(&self, dir: &str) -> Option<std::rc::Rc<Folder>> {
         if let Some(folder) = self.folders.borrow().get(dir) {
             return Some(folder.clone());
         }
         let id = if dir.is_empty() {
             self.root
         } else {
-            let (parent, name) = match dir.iter().rposition(|&b| b == b'/') {
-                Some(i) => (&dir[..i], &dir[i + 1..]),
-                None => (&b""[..], dir),
-            };
-            let &(id, mode) = self.folder(parent)?.get(name)?;
+            let (parent, name) = dir.rsplit_once('/').unwrap_or(("", dir));
+            let &(id, mode) = self.folder(parent)?.get(name.as_bytes())?;
             if mode != 0o040000 {
                 return None;
             }
@@ -258,7 +256,7 @@ impl TreeFiles {
             self.kept.set(0);
         }
         self.kept.set(self.kept.get() + entries.len());
-        folders.insert(dir.to_vec(), entries.clone());
+        folders.insert(dir.to_string(), entries.clone());
         Some(entries)
     }
 }
@@ -466,20 +464,11 @@ mod tests {
         assert_eq!(files.read("pkg/m3/deep/f3.py/x"), None);
         assert!(files.kept.get() <= KEPT_ENTRIES);
         // A folder read from is kept: its next file is not found through a parse again.
-        files.read("pkg/m7/deep/f7.py");
-        let kept = files
-            .folders
-            .borrow()
-            .get(&b"pkg/m7/deep"[..])
-            .cloned()
-            .unwrap();
-        files.read("pkg/m7/deep/f7.py");
-        let again = files
-            .folders
-            .borrow()
-            .get(&b"pkg/m7/deep"[..])
-            .cloned()
-            .unwrap();
+        let kept = |path: &str| {
+            files.read(path);
+            files.folders.borrow().get("pkg/m7/deep").cloned().unwrap()
+        };
+        let (kept, again) = (kept("pkg/m7/deep/f7.py"), kept("pkg/m7/deep/f7.py"));
         assert!(std::rc::Rc::ptr_eq(&kept, &again));
     }
 
