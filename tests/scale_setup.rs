@@ -126,13 +126,8 @@ fn the_next_run_takes_the_pooled_tree_and_sees_exactly_its_base() {
     );
     plant_leftovers(&env, &tree);
     // A file no run changed keeps its old time in a reused tree; a fresh checkout writes it now.
-    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(978_307_200);
     let untouched = tree.join("test_calc.py");
-    let file = std::fs::File::options()
-        .write(true)
-        .open(&untouched)
-        .unwrap();
-    file.set_modified(old).unwrap();
+    let old = made_old(&untouched);
 
     let second = env.fix_scripted(
         &repo,
@@ -489,6 +484,47 @@ fn leave_then_look(
 const FRESH_TREE: &str = ".\n./.gitignore\n./calc.py\n./docs\n./docs/notes.md\n./src\n./src/pkg\n\
                      ./src/pkg/mod.py\n./test_calc.py\n";
 
+/// A pooled tree that cannot be made clean where it stands (its HEAD names a commit that is
+/// not there, so the sweep has no tree to hold it to) is checked out anew in its slot, at the
+/// first wait for it: the run's tools see a fresh tree, and the run goes on and passes.
+#[test]
+fn a_pooled_tree_that_cannot_be_reused_is_checked_out_anew_before_any_tool_sees_it() {
+    let env = TestEnv::new();
+    let repo = repo(&env);
+    let args = ["--test-cmd", CHECK];
+    let tree = pooled_after_a_run(&env, &repo, &args);
+    std::fs::write(tree.join("left.txt"), "from run one\n").unwrap();
+    // A reuse would keep this file's old time; a checkout anew writes it now.
+    let untouched = tree.join("test_calc.py");
+    let old = made_old(&untouched);
+    let head = repo.join(".git/worktrees/agent-git-pool-1/HEAD");
+    std::fs::write(&head, format!("{}\n", "1".repeat(40))).unwrap();
+
+    let second = env.fix_scripted(
+        &repo,
+        "agent/two",
+        json!([
+            calls("Look first.", vec![run("list", LIST), fix_add()]),
+            end_turn("Fixed.")
+        ]),
+        &args,
+    );
+    assert_eq!(second.code(), 0, "{}", second.stderr());
+    assert_eq!(work_tree(&second.stderr()), tree, "{}", second.stderr());
+    let (_, listing) = &second.results()["list"];
+    assert!(
+        listing.contains(FRESH_TREE),
+        "the model saw a tree not checked out anew: {listing}"
+    );
+    let now = std::fs::metadata(&untouched).unwrap().modified().unwrap();
+    assert_ne!(now, old, "the tree was not checked out anew");
+    assert_eq!(
+        env.git(&repo, &["diff", "--name-only", "main", "agent/two"]),
+        "calc.py\n"
+    );
+    assert_eq!(linked_trees(&env, &repo), vec![tree.display().to_string()]);
+}
+
 /// libgit2's status skips any entry named `.git` in any case (`.GIT`, `.Git`: iterator.c
 /// `filesystem_iterator_is_dot_git`), FIFOs, sockets and device nodes ("wacky things"), and
 /// never looks at a folder's own mode. None of it may stay, nor a folder left read-only
@@ -555,6 +591,14 @@ fn a_same_size_rewrite_with_its_time_put_back_is_not_left_for_the_next_run() {
     drop(file);
 
     sees_the_base_module(&env, &repo, &tree, &args);
+}
+
+/// Gives the file at `path` a modification time long past, and says it.
+fn made_old(path: &Path) -> std::time::SystemTime {
+    let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(978_307_200);
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(old).unwrap();
+    old
 }
 
 /// The pooled tree a run that changed nothing handed back.

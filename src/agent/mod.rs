@@ -531,6 +531,8 @@ impl Agent<'_> {
         name: &str,
         input: &serde_json::Value,
     ) -> Result<ContentBlock, ToolFatal> {
+        // The work tree may still be being made ready: no tool sees it before it is.
+        self.verifier.workspace.ready()?;
         let ctx = ToolContext {
             guard: self.guard,
             workspace: self.verifier.workspace,

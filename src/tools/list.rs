@@ -86,7 +86,7 @@ impl Tool for ListFiles {
     fn run(&self, input: &Value, ctx: &ToolContext) -> Result<ToolOutcome, ToolError> {
         let args: ListArgs = parse_input("list_files", input)?;
         let path = args.path.as_deref().unwrap_or(".");
-        let repo = ctx.workspace.repo();
+        let repo = ctx.workspace.repo()?;
         let offset = args.offset.unwrap_or(0);
         let outcome = list(ctx.guard, repo, &self.counts, path, offset);
         Ok(outcome.map_err(crate::workspace::WorkspaceError::from)?)

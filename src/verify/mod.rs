@@ -319,7 +319,7 @@ impl<'a> Verifier<'a> {
                 .workspace
                 .verification_tree(self.tester.setup.protection)?;
             let base = self.workspace.base_tree()?;
-            let repo = self.workspace.repo();
+            let repo = self.workspace.repo()?;
             let changes = hunks::changes(repo, base, tip).map_err(WorkspaceError::from)?;
             Ok((tip, base, changes))
         })();
@@ -346,7 +346,9 @@ impl<'a> Verifier<'a> {
         let Ok(head) = self.workspace.head() else {
             return skipped("the branch has no head".into());
         };
-        let repo = self.workspace.repo();
+        let Ok(repo) = self.workspace.repo() else {
+            return skipped("the work tree is not ready".into());
+        };
         let mut proven = Vec::new();
         for (i, change) in changes.iter().enumerate() {
             let without = match hunks::tree_without(repo, base, tip, &changes, &[i]) {

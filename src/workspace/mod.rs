@@ -14,6 +14,7 @@ pub mod export;
 pub mod land;
 pub mod notes;
 pub mod pool;
+mod ready;
 mod recorded;
 pub mod rooms;
 
@@ -321,7 +322,11 @@ pub struct FileStat {
 /// A run's own work: its branch, checked out in a linked work tree outside the user's checkout and
 /// held under a lease while the run lives. Every change the model makes is committed there.
 pub struct Workspace {
-    repo: Repository,
+    /// The work tree's repository: through `tree` once the work tree is ready, through
+    /// `objects` before, for objects, the config and the branch.
+    handle: Repository,
+    /// The work tree being made ready, or ready.
+    readiness: ready::Readiness,
     /// The run's id: eight hex digits.
     pub run_id: String,
     /// The run's branch, without `refs/heads/`.
@@ -360,23 +365,41 @@ impl Workspace {
         self.common_dir.join("objects")
     }
 
-    /// The run's repository, for tools that read its objects; changes still go through the
-    /// workspace's own methods.
-    pub fn repo(&self) -> &Repository {
-        &self.repo
+    /// The run's repository, for tools that read its work tree and objects; changes still go
+    /// through the workspace's own methods. Waits for the work tree to be ready.
+    pub fn repo(&self) -> Result<&Repository, WorkspaceError> {
+        self.tree()
     }
 
-    /// The branch's last commit.
+    /// The repository with its work tree, index and HEAD ready: waits for them.
+    fn tree(&self) -> Result<&Repository, WorkspaceError> {
+        self.readiness.wait()?;
+        Ok(&self.handle)
+    }
+
+    /// The repository for its objects, config and branch only (never HEAD, the index or the
+    /// work tree, which may not be ready yet).
+    fn objects(&self) -> &Repository {
+        &self.handle
+    }
+
+    /// Waits for the work tree to be ready: before anything the model's tools do there.
+    pub fn ready(&self) -> Result<(), WorkspaceError> {
+        self.readiness.wait()
+    }
+
+    /// The branch's last commit (the work tree's HEAD names the branch once it is ready).
     pub fn head(&self) -> Result<Oid, WorkspaceError> {
-        Ok(self.repo.head()?.peel_to_commit()?.id())
+        let branch = format!("refs/heads/{}", self.branch);
+        Ok(self.objects().refname_to_id(&branch)?)
     }
 
     /// Whether git ignores `rel` and does not track it: a change there could never be committed.
     pub fn is_ignored_untracked(&self, rel: &Path) -> Result<bool, WorkspaceError> {
-        if !self.repo.is_path_ignored(rel)? {
+        if !self.tree()?.is_path_ignored(rel)? {
             return Ok(false);
         }
-        let tree = self.repo.head()?.peel_to_tree()?;
+        let tree = self.tree()?.head()?.peel_to_tree()?;
         Ok(tree.get_path(rel).is_err())
     }
 
@@ -405,9 +428,9 @@ impl Workspace {
         protection: &Protection,
         hooks: &dyn CommitHooks,
     ) -> Result<CommitResult, WorkspaceError> {
-        let head = self.repo.head()?.peel_to_commit()?;
+        let head = self.tree()?.head()?.peel_to_commit()?;
         let head_tree = head.tree()?;
-        let mut index = self.repo.index()?;
+        let mut index = self.tree()?.index()?;
         // The index follows the branch; rebuild it only if something else moved it.
         if index.write_tree()? != head_tree.id() {
             index.read_tree(&head_tree)?;
@@ -465,8 +488,8 @@ impl Workspace {
             }
             return Ok(Staged::Done(CommitOutcome::NoChange));
         }
-        let tree = self.repo.find_tree(tree_id)?;
-        let touched = protected_changes(&self.repo, head_tree, &tree, protection)?;
+        let tree = self.objects().find_tree(tree_id)?;
+        let touched = protected_changes(self.objects(), head_tree, &tree, protection)?;
         if !touched.is_empty() {
             index.read_tree(head_tree)?;
             index.write()?;
@@ -498,12 +521,12 @@ impl Workspace {
         head: &git2::Commit,
         message: &str,
     ) -> Result<CommitOutcome, WorkspaceError> {
-        let tree = self.repo.find_tree(tree_id)?;
+        let tree = self.tree()?.find_tree(tree_id)?;
         let author = dates::signature(AGENT_NAME, AGENT_EMAIL, "GIT_AUTHOR_DATE")?;
         let committer = self.committer()?;
-        let oid = self
-            .repo
-            .commit(Some("HEAD"), &author, &committer, message, &tree, &[head])?;
+        let oid =
+            self.tree()?
+                .commit(Some("HEAD"), &author, &committer, message, &tree, &[head])?;
         Ok(CommitOutcome::Committed(oid))
     }
 
@@ -512,13 +535,17 @@ impl Workspace {
     pub fn hook_path(&self, name: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
         let configured = self
-            .repo
+            .objects()
             .config()
             .ok()
             .and_then(|c| c.get_path("core.hooksPath").ok());
         let dir = match configured {
             Some(dir) if dir.is_absolute() => dir,
-            Some(dir) => self.worktree_path.join(dir),
+            // In the work tree: as the branch has it, once it is ready.
+            Some(dir) => {
+                self.ready().ok()?;
+                self.worktree_path.join(dir)
+            }
             None => self.common_dir.join("hooks"),
         };
         let path = dir.join(name);
@@ -534,7 +561,7 @@ impl Workspace {
             .recurse_untracked_dirs(true)
             .exclude_submodules(true)
             .show(git2::StatusShow::Workdir);
-        let statuses = self.repo.statuses(Some(&mut opts))?;
+        let statuses = self.tree()?.statuses(Some(&mut opts))?;
         Ok(statuses
             .iter()
             .filter(|entry| entry.status().intersects(WORK_TREE_CHANGE))
@@ -551,7 +578,7 @@ impl Workspace {
     ) -> Result<Vec<PathBuf>, WorkspaceError> {
         let mut kept = Vec::with_capacity(paths.len());
         for rel in paths {
-            if head_tree.get_path(rel).is_ok() || !self.repo.is_path_ignored(rel)? {
+            if head_tree.get_path(rel).is_ok() || !self.tree()?.is_path_ignored(rel)? {
                 kept.push(rel.clone());
             }
         }
@@ -679,11 +706,11 @@ impl Workspace {
     /// Puts one path back as the branch has it (or removes it, if the branch has none).
     fn undo_path(&self, rel: &Path) -> Result<(), WorkspaceError> {
         remove_entry(&self.worktree_path.join(rel))?;
-        let tree = self.repo.head()?.peel_to_tree()?;
+        let tree = self.tree()?.head()?.peel_to_tree()?;
         if tree.get_path(rel).is_ok() {
             let mut checkout = git2::build::CheckoutBuilder::new();
             checkout.force().update_index(false).path(rel);
-            self.repo
+            self.tree()?
                 .checkout_tree(tree.as_object(), Some(&mut checkout))?;
         }
         Ok(())
@@ -691,15 +718,16 @@ impl Workspace {
 
     /// The tree of the commit the run started from.
     pub fn base_tree(&self) -> Result<Oid, WorkspaceError> {
-        Ok(self.repo.find_commit(self.base)?.tree_id())
+        Ok(self.objects().find_commit(self.base)?.tree_id())
     }
 
     /// The tree the tests are judged on: the branch's last commit, with every protected path
     /// and shared config file whose test sections changed exactly as in the base commit.
     pub fn verification_tree(&self, protection: &Protection) -> Result<Oid, WorkspaceError> {
-        let head_tree = self.repo.head()?.peel_to_tree()?;
-        let base_tree = self.repo.find_commit(self.base)?.tree()?;
-        let changes = protected_change_list(&self.repo, &base_tree, &head_tree, protection)?;
+        let repo = self.objects();
+        let head_tree = repo.find_commit(self.head()?)?.tree()?;
+        let base_tree = repo.find_commit(self.base)?.tree()?;
+        let changes = protected_change_list(repo, &base_tree, &head_tree, protection)?;
         if changes.is_empty() {
             return Ok(head_tree.id());
         }
@@ -711,16 +739,18 @@ impl Workspace {
                 Err(_) => index.remove_path(&change.path)?,
             }
         }
-        Ok(index.write_tree_to(&self.repo)?)
+        Ok(index.write_tree_to(repo)?)
     }
 
     /// The report: an empty commit on top of the branch.
     pub fn commit_report(&self, message: &str) -> Result<Oid, WorkspaceError> {
-        let head = self.repo.head()?.peel_to_commit()?;
+        // On the branch, not through HEAD: the report is written also where the work tree
+        // never became ready (the HEAD of one that did names the branch).
+        let head = self.objects().find_commit(self.head()?)?;
         let author = dates::signature(AGENT_NAME, AGENT_EMAIL, "GIT_AUTHOR_DATE")?;
         let committer = self.committer()?;
-        let report = self.repo.commit(
-            Some("HEAD"),
+        let report = self.objects().commit(
+            Some(&format!("refs/heads/{}", self.branch)),
             &author,
             &committer,
             &clean_message(message),
@@ -737,19 +767,20 @@ impl Workspace {
         report: Oid,
         transcript: &serde_json::Value,
     ) -> Result<Oid, WorkspaceError> {
-        notes::store_transcript(&self.repo, report, transcript)
+        notes::store_transcript(self.objects(), report, transcript)
     }
 
     /// The user's identity when git knows it, else agent-git's own.
     fn committer(&self) -> Result<Signature<'static>, WorkspaceError> {
-        Ok(committer(&self.repo)?)
+        Ok(committer(self.objects())?)
     }
 
     /// Files changed between the base and the branch, with added and removed line counts.
     pub fn diffstat(&self) -> Result<Vec<FileStat>, WorkspaceError> {
-        let base_tree = self.repo.find_commit(self.base)?.tree()?;
-        let head_tree = self.repo.head()?.peel_to_tree()?;
-        Ok(diffstat(&self.repo, &base_tree, &head_tree)?)
+        let repo = self.objects();
+        let base_tree = repo.find_commit(self.base)?.tree()?;
+        let head_tree = repo.find_commit(self.head()?)?.tree()?;
+        Ok(diffstat(repo, &base_tree, &head_tree)?)
     }
 
     /// Removes the worktree and the branch: for a run that made nothing worth keeping.

@@ -36,10 +36,10 @@ impl Workspace {
     /// (not ignored) files removed.
     pub fn discard_changes(&self) -> Result<(), WorkspaceError> {
         self.remove_planted_links()?;
-        let head = self.repo.head()?.peel_to_commit()?;
+        let head = self.tree()?.head()?.peel_to_commit()?;
         let mut checkout = CheckoutBuilder::new();
         checkout.force();
-        self.repo
+        self.tree()?
             .reset(head.as_object(), ResetType::Hard, Some(&mut checkout))?;
         self.remove_untracked()
     }
@@ -54,7 +54,7 @@ impl Workspace {
             .include_ignored(true)
             .recurse_ignored_dirs(false)
             .exclude_submodules(true);
-        let statuses = self.repo.statuses(Some(&mut opts))?;
+        let statuses = self.tree()?.statuses(Some(&mut opts))?;
         for entry in statuses.iter().filter(|e| e.status() != Status::CURRENT) {
             let rel = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
             self.unlink_at_or_above(rel)?;
@@ -82,7 +82,7 @@ impl Workspace {
     fn remove_untracked(&self) -> Result<(), WorkspaceError> {
         let mut opts = StatusOptions::new();
         opts.include_untracked(true).recurse_untracked_dirs(true);
-        let statuses = self.repo.statuses(Some(&mut opts))?;
+        let statuses = self.tree()?.statuses(Some(&mut opts))?;
         let mut dirs = Vec::new();
         for entry in statuses.iter().filter(|e| e.status().is_wt_new()) {
             let path = Path::new(std::ffi::OsStr::from_bytes(entry.path_bytes()));
@@ -175,7 +175,7 @@ impl Workspace {
             restored.push("the work tree's .git file".to_string());
         }
         restored.extend(self.restore_refs(before.head)?);
-        let head_tree = self.repo.find_commit(before.head)?.tree()?;
+        let head_tree = self.tree()?.find_commit(before.head)?.tree()?;
         // One look at the work tree serves both: what to put back, and what to commit.
         let changes = self.status_against_branch(&head_tree)?;
         let reverted = self.restore_protected(&changes, &head_tree, protection)?;
@@ -225,12 +225,12 @@ impl Workspace {
         let mut restored = Vec::new();
         let branch_ref = format!("refs/heads/{}", self.branch);
         let head_target = self
-            .repo
+            .tree()?
             .find_reference("HEAD")?
             .symbolic_target_bytes()
             .map(|t| String::from_utf8_lossy(t).into_owned());
-        if self.repo.refname_to_id(&branch_ref).ok() != Some(head) {
-            self.repo.reference(
+        if self.tree()?.refname_to_id(&branch_ref).ok() != Some(head) {
+            self.tree()?.reference(
                 &branch_ref,
                 head,
                 true,
@@ -239,13 +239,13 @@ impl Workspace {
             restored.push(format!("branch {}", self.branch));
         }
         if head_target.as_deref() != Some(branch_ref.as_str()) {
-            self.repo.set_head(&branch_ref)?;
+            self.tree()?.set_head(&branch_ref)?;
             restored.push("HEAD".to_string());
         }
         if !restored.is_empty() {
             // The index may name another commit's tree now; rebuild it from the branch.
-            let mut index = self.repo.index()?;
-            index.read_tree(&self.repo.find_commit(head)?.tree()?)?;
+            let mut index = self.tree()?.index()?;
+            index.read_tree(&self.tree()?.find_commit(head)?.tree()?)?;
             index.write()?;
         }
         Ok(restored)
@@ -258,7 +258,7 @@ impl Workspace {
         &self,
         head_tree: &git2::Tree,
     ) -> Result<Vec<(PathBuf, Status)>, WorkspaceError> {
-        let mut index = self.repo.index()?;
+        let mut index = self.tree()?.index()?;
         // As the file is now, whatever wrote it since.
         index.read(false)?;
         super::index_of(&mut index, head_tree, false)?;
@@ -268,7 +268,7 @@ impl Workspace {
             .include_ignored(true)
             .recurse_ignored_dirs(false)
             .exclude_submodules(true);
-        let statuses = self.repo.statuses(Some(&mut opts))?;
+        let statuses = self.tree()?.statuses(Some(&mut opts))?;
         Ok(statuses
             .iter()
             .filter(|e| e.status() != Status::CURRENT)
@@ -309,7 +309,7 @@ impl Workspace {
         }
         // With no paths named, a checkout would reset the whole tree: only check out if needed.
         if restored.iter().any(|p| tree.get_path(Path::new(p)).is_ok()) {
-            self.repo
+            self.tree()?
                 .checkout_tree(tree.as_object(), Some(&mut checkout))?;
         }
         Ok(restored)

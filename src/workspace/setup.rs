@@ -340,7 +340,8 @@ pub(super) fn attach(
     }
     let wt_repo = Repository::open(&worktree_path)?;
     Ok(Workspace {
-        repo: wt_repo,
+        handle: wt_repo,
+        readiness: super::ready::Readiness::ready(),
         run_id: run_id.to_string(),
         branch: branch.to_string(),
         base,

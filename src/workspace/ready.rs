@@ -1,0 +1,161 @@
+//! A pooled work tree made ready in a thread of its own while the run goes on to its first
+//! model request: the base's test and the brief read the base's objects, never the work tree,
+//! so nothing before the first request needs it. Whatever reads or writes the work tree, its
+//! index or its HEAD waits for it first (`Workspace::tree`); a preparation that failed fails
+//! each of them, so no tool, commit or report ever sees a half-made tree.
+
+use super::setup::SetupError;
+use super::WorkspaceError;
+use std::cell::RefCell;
+use std::thread::JoinHandle;
+
+/// Where a work tree's preparation stands.
+enum State {
+    Ready,
+    /// The thread, and what to do instead where it fails.
+    Going(JoinHandle<Result<(), SetupError>>, Fallback),
+    Failed(String),
+}
+
+/// What makes the tree anew where its preparation failed: run by the first wait, on the
+/// thread that waits.
+pub(super) type Fallback = Box<dyn FnOnce() -> Result<(), SetupError>>;
+
+/// A work tree's preparation: ready from the start, or going on in a thread.
+pub(super) struct Readiness(RefCell<State>);
+
+impl Readiness {
+    /// A work tree that was made before the workspace was.
+    pub(super) fn ready() -> Readiness {
+        Readiness(RefCell::new(State::Ready))
+    }
+
+    /// A work tree that `going` is making; `anew` makes it where `going` fails.
+    pub(super) fn going(going: JoinHandle<Result<(), SetupError>>, anew: Fallback) -> Readiness {
+        Readiness(RefCell::new(State::Going(going, anew)))
+    }
+
+    /// Waits for the preparation to end: why it failed, each time this is asked.
+    pub(super) fn wait(&self) -> Result<(), WorkspaceError> {
+        let mut state = self.0.borrow_mut();
+        *state = match std::mem::replace(&mut *state, State::Ready) {
+            State::Going(going, anew) => {
+                let why = match going.join() {
+                    Ok(Ok(())) => None,
+                    Ok(Err(e)) => Some(e.to_string()),
+                    Err(_) => Some("its preparation panicked".to_string()),
+                };
+                match why.map(|why| (why, anew())) {
+                    None | Some((_, Ok(()))) => State::Ready,
+                    Some((why, Err(e))) => State::Failed(format!(
+                        "the work tree could not be made ready ({why}), nor checked out anew: {e}"
+                    )),
+                }
+            }
+            done => done,
+        };
+        match &*state {
+            State::Failed(why) => Err(WorkspaceError::Unsafe(why.clone())),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Drop for Readiness {
+    /// A preparation still going when its workspace goes is waited for: it must not write a
+    /// tree once the slot is free for the next run to take.
+    fn drop(&mut self) {
+        let _ = self.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    fn failing() -> Result<(), SetupError> {
+        Err(SetupError::Io(
+            "pool-1".into(),
+            std::io::Error::other("cannot empty it"),
+        ))
+    }
+
+    /// A preparation that fails is made good by its fallback, run once by the first wait; where
+    /// that fails too, every wait says why, both ways. A tree that became ready stays ready.
+    #[test]
+    fn a_failed_preparation_falls_back_once_and_a_failed_fallback_fails_every_wait() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counted = ran.clone();
+        let saved = Readiness::going(
+            std::thread::spawn(failing),
+            Box::new(move || {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }),
+        );
+        saved.wait().unwrap();
+        saved.wait().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+
+        let lost = Readiness::going(std::thread::spawn(failing), Box::new(failing));
+        for _ in 0..2 {
+            let why = lost.wait().unwrap_err().to_string();
+            assert!(
+                why.contains("could not be made ready")
+                    && why.matches("cannot empty it").count() == 2,
+                "{why}"
+            );
+        }
+        let panicking = Readiness::going(
+            std::thread::spawn(|| panic!("in the preparation")),
+            Box::new(failing),
+        );
+        assert!(panicking
+            .wait()
+            .unwrap_err()
+            .to_string()
+            .contains("panicked"));
+
+        let unused = Arc::new(AtomicBool::new(false));
+        let marks = unused.clone();
+        let going = Readiness::going(
+            std::thread::spawn(|| Ok(())),
+            Box::new(move || {
+                marks.store(true, Ordering::SeqCst);
+                Ok(())
+            }),
+        );
+        going.wait().unwrap();
+        assert!(
+            !unused.load(Ordering::SeqCst),
+            "a preparation that held fell back"
+        );
+        Readiness::ready().wait().unwrap();
+    }
+
+    /// A workspace that goes while its tree is being made waits for the making to end: the
+    /// slot is never free while a thread still writes its tree.
+    #[test]
+    fn a_preparation_still_going_is_waited_for_when_it_goes() {
+        let done = Arc::new(AtomicBool::new(false));
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let marks = done.clone();
+        let going = Readiness::going(
+            std::thread::spawn(move || {
+                let _ = wait.recv();
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                marks.store(true, Ordering::SeqCst);
+                Ok(())
+            }),
+            Box::new(failing),
+        );
+        release.send(()).unwrap();
+        drop(going);
+        assert!(
+            done.load(Ordering::SeqCst),
+            "dropped before its thread ended"
+        );
+    }
+}
