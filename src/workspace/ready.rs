@@ -62,10 +62,12 @@ impl Readiness {
 }
 
 impl Drop for Readiness {
-    /// A preparation still going when its workspace goes is waited for: it must not write a
-    /// tree once the slot is free for the next run to take.
+    /// A preparation still going when its workspace goes is waited for (its thread also holds
+    /// the slot's lock); nothing is checked out anew for a workspace that goes.
     fn drop(&mut self) {
-        let _ = self.wait();
+        if let State::Going(going, _) = std::mem::replace(self.0.get_mut(), State::Ready) {
+            let _ = going.join();
+        }
     }
 }
 
