@@ -148,9 +148,11 @@ fn in_slot(
 /// Slot `k`'s tree on `branch`, as `fill` makes it; but where the slot holds a tree to reuse,
 /// only a handle on it now, and the tree made clean in a thread of its own, which the
 /// workspace waits for before anything reads or writes the tree (`ready`). At 100,000 files
-/// the reuse takes 0.3 s of CPU (the index read and written whole, an `lstat` a file) that
-/// the first model request no longer waits for. A first checkout stays here: the tools'
-/// guard and the sandbox need the tree's folder from the start.
+/// the reuse takes 0.3 s of CPU (the index read and written whole, an `lstat` a file); where
+/// the base was tested before the take (`--if-failing`), the first model request waited for
+/// all of it. A first checkout stays here: the tools' guard and the sandbox need the tree's
+/// folder from the start, and waiting for it later made it run after the clean room's
+/// checkout instead of beside it.
 fn fill_apart(
     repo: &Repository,
     slot: &Slot,
