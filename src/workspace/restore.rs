@@ -262,15 +262,12 @@ impl Workspace {
         // As the file is now, whatever wrote it since.
         index.read(false)?;
         super::index_of(&mut index, head_tree, false)?;
-        // The index names `head_tree` exactly now: against the work tree alone is against the
-        // branch, without a walk of the branch's whole tree to compare it with the index.
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
             .include_ignored(true)
             .recurse_ignored_dirs(false)
-            .exclude_submodules(true)
-            .show(git2::StatusShow::Workdir);
+            .exclude_submodules(true);
         let statuses = self.tree()?.statuses(Some(&mut opts))?;
         Ok(statuses
             .iter()
