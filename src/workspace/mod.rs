@@ -388,6 +388,12 @@ impl Workspace {
         self.readiness.wait()
     }
 
+    /// Waits for the work tree's preparation to end, with no checkout anew where it failed:
+    /// for a run that is over.
+    pub(super) fn settle(&self) -> Result<(), WorkspaceError> {
+        self.readiness.settle()
+    }
+
     /// The branch's last commit (the work tree's HEAD names the branch once it is ready).
     pub fn head(&self) -> Result<Oid, WorkspaceError> {
         let branch = format!("refs/heads/{}", self.branch);

@@ -627,7 +627,7 @@ pub fn finish(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::Wor
     let Some(slot) = slot else {
         return workspace.remove_worktree();
     };
-    if workspace.ready().is_err() {
+    if workspace.settle().is_err() {
         // Never made ready, so never seen by the run: the slot starts anew next time.
         clear(&Repository::open(&workspace.common_dir)?, slot.index);
         workspace.forget_lease();

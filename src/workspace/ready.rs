@@ -37,8 +37,23 @@ impl Readiness {
 
     /// Waits for the preparation to end: why it failed, each time this is asked.
     pub(super) fn wait(&self) -> Result<(), WorkspaceError> {
+        self.end(true)
+    }
+
+    /// As `wait`, but where the preparation failed nothing is checked out anew: for a run
+    /// that is over, whose slot is cleared instead.
+    pub(super) fn settle(&self) -> Result<(), WorkspaceError> {
+        self.end(false)
+    }
+
+    fn end(&self, fall_back: bool) -> Result<(), WorkspaceError> {
         let mut state = self.0.borrow_mut();
         *state = match std::mem::replace(&mut *state, State::Ready) {
+            State::Going(going, _) if !fall_back => match going.join() {
+                Ok(Ok(())) => State::Ready,
+                Ok(Err(e)) => State::Failed(format!("the work tree could not be made ready: {e}")),
+                Err(_) => State::Failed("the work tree's preparation panicked".to_string()),
+            },
             State::Going(going, anew) => {
                 let why = match going.join() {
                     Ok(Ok(())) => None,
@@ -135,6 +150,27 @@ mod tests {
             "a preparation that held fell back"
         );
         Readiness::ready().wait().unwrap();
+    }
+
+    /// A run that is over settles its tree's preparation without checking anything out anew:
+    /// a failure is said, and the fallback never runs.
+    #[test]
+    fn settling_a_failed_preparation_checks_nothing_out_anew() {
+        let ran = Arc::new(AtomicBool::new(false));
+        let marks = ran.clone();
+        let failed = Readiness::going(
+            std::thread::spawn(failing),
+            Box::new(move || {
+                marks.store(true, Ordering::SeqCst);
+                Ok(())
+            }),
+        );
+        assert!(failed.settle().is_err());
+        assert!(failed.wait().is_err());
+        assert!(!ran.load(Ordering::SeqCst), "settling fell back");
+        let held = Readiness::going(std::thread::spawn(|| Ok(())), Box::new(failing));
+        held.settle().unwrap();
+        held.wait().unwrap();
     }
 
     /// A workspace that goes while its tree is being made waits for the making to end: the
