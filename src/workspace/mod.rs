@@ -396,16 +396,21 @@ impl Workspace {
 
     /// The branch's last commit (the work tree's HEAD names the branch once it is ready).
     pub fn head(&self) -> Result<Oid, WorkspaceError> {
-        let branch = format!("refs/heads/{}", self.branch);
-        Ok(self.objects().refname_to_id(&branch)?)
+        Ok(self.objects().refname_to_id(&self.branch_ref())?)
+    }
+
+    /// The branch's full ref name.
+    fn branch_ref(&self) -> String {
+        format!("refs/heads/{}", self.branch)
     }
 
     /// Whether git ignores `rel` and does not track it: a change there could never be committed.
     pub fn is_ignored_untracked(&self, rel: &Path) -> Result<bool, WorkspaceError> {
-        if !self.tree()?.is_path_ignored(rel)? {
+        let repo = self.tree()?;
+        if !repo.is_path_ignored(rel)? {
             return Ok(false);
         }
-        let tree = self.tree()?.head()?.peel_to_tree()?;
+        let tree = repo.head()?.peel_to_tree()?;
         Ok(tree.get_path(rel).is_err())
     }
 
@@ -434,9 +439,10 @@ impl Workspace {
         protection: &Protection,
         hooks: &dyn CommitHooks,
     ) -> Result<CommitResult, WorkspaceError> {
-        let head = self.tree()?.head()?.peel_to_commit()?;
+        let repo = self.tree()?;
+        let head = repo.head()?.peel_to_commit()?;
         let head_tree = head.tree()?;
-        let mut index = self.tree()?.index()?;
+        let mut index = repo.index()?;
         // The index follows the branch; rebuild it only if something else moved it.
         if index.write_tree()? != head_tree.id() {
             index.read_tree(&head_tree)?;
@@ -527,12 +533,11 @@ impl Workspace {
         head: &git2::Commit,
         message: &str,
     ) -> Result<CommitOutcome, WorkspaceError> {
-        let tree = self.tree()?.find_tree(tree_id)?;
+        let repo = self.tree()?;
+        let tree = repo.find_tree(tree_id)?;
         let author = dates::signature(AGENT_NAME, AGENT_EMAIL, "GIT_AUTHOR_DATE")?;
         let committer = self.committer()?;
-        let oid =
-            self.tree()?
-                .commit(Some("HEAD"), &author, &committer, message, &tree, &[head])?;
+        let oid = repo.commit(Some("HEAD"), &author, &committer, message, &tree, &[head])?;
         Ok(CommitOutcome::Committed(oid))
     }
 
@@ -582,9 +587,10 @@ impl Workspace {
         paths: &[PathBuf],
         head_tree: &git2::Tree,
     ) -> Result<Vec<PathBuf>, WorkspaceError> {
+        let repo = self.tree()?;
         let mut kept = Vec::with_capacity(paths.len());
         for rel in paths {
-            if head_tree.get_path(rel).is_ok() || !self.tree()?.is_path_ignored(rel)? {
+            if head_tree.get_path(rel).is_ok() || !repo.is_path_ignored(rel)? {
                 kept.push(rel.clone());
             }
         }
@@ -712,12 +718,12 @@ impl Workspace {
     /// Puts one path back as the branch has it (or removes it, if the branch has none).
     fn undo_path(&self, rel: &Path) -> Result<(), WorkspaceError> {
         remove_entry(&self.worktree_path.join(rel))?;
-        let tree = self.tree()?.head()?.peel_to_tree()?;
+        let repo = self.tree()?;
+        let tree = repo.head()?.peel_to_tree()?;
         if tree.get_path(rel).is_ok() {
             let mut checkout = git2::build::CheckoutBuilder::new();
             checkout.force().update_index(false).path(rel);
-            self.tree()?
-                .checkout_tree(tree.as_object(), Some(&mut checkout))?;
+            repo.checkout_tree(tree.as_object(), Some(&mut checkout))?;
         }
         Ok(())
     }
@@ -756,7 +762,7 @@ impl Workspace {
         let author = dates::signature(AGENT_NAME, AGENT_EMAIL, "GIT_AUTHOR_DATE")?;
         let committer = self.committer()?;
         let report = self.objects().commit(
-            Some(&format!("refs/heads/{}", self.branch)),
+            Some(&self.branch_ref()),
             &author,
             &committer,
             &clean_message(message),

@@ -646,11 +646,12 @@ pub fn finish(workspace: Workspace, slot: Option<Slot>) -> Result<(), super::Wor
 /// Nothing the run made outlives it (its branch may name a file there by its absolute path,
 /// which must fail elsewhere as it fails here), and the tree holds no branch.
 fn give_back(workspace: &Workspace) -> Result<(), super::WorkspaceError> {
-    remove_leftovers(workspace.tree()?, &workspace.worktree_path, Look::Names).map_err(|e| {
+    let tree = workspace.tree()?;
+    remove_leftovers(tree, &workspace.worktree_path, Look::Names).map_err(|e| {
         super::WorkspaceError::Unsafe(format!("cannot empty the work tree for the pool: {e}"))
     })?;
     let head = workspace.head()?;
-    Ok(workspace.tree()?.set_head_detached(head)?)
+    Ok(tree.set_head_detached(head)?)
 }
 
 /// `finish`, and the branch deleted: for a run that made nothing worth keeping.

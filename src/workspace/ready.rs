@@ -49,22 +49,23 @@ impl Readiness {
     fn end(&self, fall_back: bool) -> Result<(), WorkspaceError> {
         let mut state = self.0.borrow_mut();
         *state = match std::mem::replace(&mut *state, State::Ready) {
-            State::Going(going, _) if !fall_back => match going.join() {
-                Ok(Ok(())) => State::Ready,
-                Ok(Err(e)) => State::Failed(format!("the work tree could not be made ready: {e}")),
-                Err(_) => State::Failed("the work tree's preparation panicked".to_string()),
-            },
             State::Going(going, anew) => {
-                let why = match going.join() {
-                    Ok(Ok(())) => None,
-                    Ok(Err(e)) => Some(e.to_string()),
-                    Err(_) => Some("its preparation panicked".to_string()),
+                let made = match going.join() {
+                    Ok(made) => made.map_err(|e| e.to_string()),
+                    Err(_) => Err("its preparation panicked".to_string()),
                 };
-                match why.map(|why| (why, anew())) {
-                    None | Some((_, Ok(()))) => State::Ready,
-                    Some((why, Err(e))) => State::Failed(format!(
-                        "the work tree could not be made ready ({why}), nor checked out anew: {e}"
-                    )),
+                match made {
+                    Ok(()) => State::Ready,
+                    Err(why) if !fall_back => {
+                        State::Failed(format!("the work tree could not be made ready ({why})"))
+                    }
+                    Err(why) => match anew() {
+                        Ok(()) => State::Ready,
+                        Err(e) => State::Failed(format!(
+                            "the work tree could not be made ready ({why}), nor checked out \
+                             anew: {e}"
+                        )),
+                    },
                 }
             }
             done => done,

@@ -36,11 +36,11 @@ impl Workspace {
     /// (not ignored) files removed.
     pub fn discard_changes(&self) -> Result<(), WorkspaceError> {
         self.remove_planted_links()?;
-        let head = self.tree()?.head()?.peel_to_commit()?;
+        let repo = self.tree()?;
+        let head = repo.head()?.peel_to_commit()?;
         let mut checkout = CheckoutBuilder::new();
         checkout.force();
-        self.tree()?
-            .reset(head.as_object(), ResetType::Hard, Some(&mut checkout))?;
+        repo.reset(head.as_object(), ResetType::Hard, Some(&mut checkout))?;
         self.remove_untracked()
     }
 
@@ -223,14 +223,14 @@ impl Workspace {
     /// Puts back the run's branch and HEAD if a command moved them.
     fn restore_refs(&self, head: git2::Oid) -> Result<Vec<String>, WorkspaceError> {
         let mut restored = Vec::new();
-        let branch_ref = format!("refs/heads/{}", self.branch);
-        let head_target = self
-            .tree()?
+        let repo = self.tree()?;
+        let branch_ref = self.branch_ref();
+        let head_target = repo
             .find_reference("HEAD")?
             .symbolic_target_bytes()
             .map(|t| String::from_utf8_lossy(t).into_owned());
-        if self.tree()?.refname_to_id(&branch_ref).ok() != Some(head) {
-            self.tree()?.reference(
+        if repo.refname_to_id(&branch_ref).ok() != Some(head) {
+            repo.reference(
                 &branch_ref,
                 head,
                 true,
@@ -239,13 +239,13 @@ impl Workspace {
             restored.push(format!("branch {}", self.branch));
         }
         if head_target.as_deref() != Some(branch_ref.as_str()) {
-            self.tree()?.set_head(&branch_ref)?;
+            repo.set_head(&branch_ref)?;
             restored.push("HEAD".to_string());
         }
         if !restored.is_empty() {
             // The index may name another commit's tree now; rebuild it from the branch.
-            let mut index = self.tree()?.index()?;
-            index.read_tree(&self.tree()?.find_commit(head)?.tree()?)?;
+            let mut index = repo.index()?;
+            index.read_tree(&repo.find_commit(head)?.tree()?)?;
             index.write()?;
         }
         Ok(restored)
@@ -258,7 +258,8 @@ impl Workspace {
         &self,
         head_tree: &git2::Tree,
     ) -> Result<Vec<(PathBuf, Status)>, WorkspaceError> {
-        let mut index = self.tree()?.index()?;
+        let repo = self.tree()?;
+        let mut index = repo.index()?;
         // As the file is now, whatever wrote it since.
         index.read(false)?;
         super::index_of(&mut index, head_tree, false)?;
@@ -268,7 +269,7 @@ impl Workspace {
             .include_ignored(true)
             .recurse_ignored_dirs(false)
             .exclude_submodules(true);
-        let statuses = self.tree()?.statuses(Some(&mut opts))?;
+        let statuses = repo.statuses(Some(&mut opts))?;
         Ok(statuses
             .iter()
             .filter(|e| e.status() != Status::CURRENT)
