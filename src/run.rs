@@ -209,19 +209,20 @@ pub fn execute(
             Before::Unknown => {}
         }
     }
-    let (mut workspace, slot) = if plan.only_if_failing && !resuming {
+    let (mut workspace, slot, confined) = if plan.only_if_failing && !resuming {
         // What was learnt of the base without a work tree is all there is to learn.
         let checked_out = work_tree(&plan.repo, &WorkTreePlan::from(&plan), resuming);
         let (workspace, slot, held) = confirm_start(&mut plan, checked_out, resuming, progress)?;
         if held == Held::OtherPlan {
             baseline = None;
         }
-        (workspace, slot)
+        let confined = Confinement::of(&plan, &workspace);
+        (workspace, slot, confined)
     } else {
-        let (workspace, slot, tested) =
+        let (workspace, slot, tested, confined) =
             beside_baseline(&mut plan, resuming, &interrupt, progress, waiting)?;
         baseline = tested;
-        (workspace, slot)
+        (workspace, slot, confined)
     };
     workspace.max_file_size = plan.max_file_size;
     let mut notice = std::mem::take(&mut plan.uncommitted);
@@ -229,8 +230,9 @@ pub fn execute(
         notice.say_if_done(false, progress);
         progress(line);
     };
+    let set_up = SetUp { confined, baseline };
     let ran = run_in(
-        &mut plan, &workspace, baseline, &interrupt, &mut said, waiting, &runtime,
+        &mut plan, &workspace, set_up, &interrupt, &mut said, waiting, &runtime,
     );
     notice.say_if_done(true, progress);
     let spent = ran
@@ -372,7 +374,8 @@ fn confirm_start(
 
 /// The work tree checked out while the base's tree is tested in a thread, in a clean room
 /// and a sandbox of its own, which need no work tree: the first request waits for the slower
-/// of the two, not for both. The start is said as soon as the work tree is there; the test's
+/// of the two, not for both. The run's own confinement is set up meanwhile too (its sandbox's
+/// probe is a process of its own). The start is said as soon as the work tree is there; the test's
 /// running lines are shown as the run's own, and Ctrl-C stops it as it stops the run. Its
 /// result, and the time its processes took, come back where it ran to its end with the plan
 /// that holds; otherwise the verifier tests the base itself, as it always did.
@@ -382,7 +385,7 @@ fn beside_baseline(
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
-) -> Result<(Workspace, Option<Slot>, Option<Baseline>), RunError> {
+) -> Result<(Workspace, Option<Slot>, Option<Baseline>, Confined), RunError> {
     let base_test = BaseTest::of(plan);
     let stop = AtomicBool::new(false);
     let (tell, told) = std::sync::mpsc::channel::<(String, Duration)>();
@@ -397,17 +400,21 @@ fn beside_baseline(
             })
         });
         let checked_out = work_tree(&plan.repo, &WorkTreePlan::from(&*plan), resuming);
-        let started = confirm_start(plan, checked_out, resuming, progress);
+        let started =
+            confirm_start(plan, checked_out, resuming, progress).map(|(workspace, slot, held)| {
+                let confined = Confinement::of(plan, &workspace);
+                (workspace, slot, held, confined)
+            });
         // While the base's tests run, what reading their output and the first brief need.
         scope.spawn(|| {
             crate::testrun::warm_up();
             crate::brief::warm_up();
         });
         let Some(testing) = testing else {
-            return started.map(|(workspace, slot, _)| (workspace, slot, None));
+            return started.map(|(workspace, slot, _, confined)| (workspace, slot, None, confined));
         };
         // A test of a plan that does not hold, or of a run that will not go on, says nothing.
-        let held = started.as_ref().ok().map(|(_, _, held)| *held);
+        let held = started.as_ref().ok().map(|(_, _, held, _)| *held);
         if !matches!(held, Some(Held::Same | Held::OtherProtection)) {
             stop.store(true, Ordering::SeqCst);
         }
@@ -435,9 +442,50 @@ fn beside_baseline(
                 sandbox,
             })
         });
-        let (workspace, slot, _) = started?;
-        Ok((workspace, slot, tested))
+        let (workspace, slot, _, confined) = started?;
+        Ok((workspace, slot, tested, confined))
     })
+}
+
+/// The run's own confinement: the guard of its work tree and the sandbox of the model's
+/// commands (and of the tests the verifier runs), or why it could not be set up (the run then
+/// ends as a harness error, its report on the branch).
+type Confined = Result<Confinement, String>;
+
+/// What the start set up for the agent's work: its confinement, and the base's test result
+/// where it was taken before the verifier existed.
+struct SetUp {
+    confined: Confined,
+    baseline: Option<Baseline>,
+}
+
+struct Confinement {
+    guard: Guard,
+    sandbox: Sandbox,
+}
+
+impl Confinement {
+    /// Set up for the plan as it holds (after `confirm_start`) and the run's work tree.
+    fn of(plan: &RunPlan, workspace: &Workspace) -> Confined {
+        let guard =
+            Guard::new(workspace.path(), plan.protection.clone()).map_err(|e| e.to_string())?;
+        let helper = std::env::current_exe()
+            .map_err(|e| format!("cannot find agent-git's own binary: {e}"))?;
+        let sandbox = Sandbox::start(
+            plan.sandbox,
+            helper,
+            guard.root(),
+            Limits::default(),
+            Reach {
+                allow_write: plan.allow_write.clone(),
+                allow_read: plan.allow_read.clone(),
+                readable: vec![workspace.git_dir().to_path_buf()],
+                hidden: workspace.config_with_credentials(),
+            },
+        )
+        .map_err(|e| format!("cannot set up the sandbox: {e}"))?;
+        Ok(Confinement { guard, sandbox })
+    }
 }
 
 /// What testing the base's tree needs of the plan, its own, for a thread of its own.
@@ -756,19 +804,20 @@ const SAME_SIGNAL: Duration = Duration::from_millis(500);
 /// How long a run has after a second interrupt to write its report.
 const REPORT_GRACE: Duration = Duration::from_secs(3);
 
-/// Sets up the run's guard, sandbox and clean room, then lets the agent work. Whatever fails
-/// here still ends in a report: a harness error, before the model was asked anything.
+/// Takes the run's clean room, then lets the agent work in the confinement the start set up.
+/// Whatever fails here (that set-up included) still ends in a report: a harness error, before
+/// the model was asked anything.
 fn run_in(
     plan: &mut RunPlan,
     workspace: &Workspace,
-    baseline: Option<Baseline>,
+    set_up: SetUp,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(RunResult, String), RunError> {
     let worked = work(
-        plan, workspace, baseline, interrupt, progress, waiting, runtime,
+        plan, workspace, set_up, interrupt, progress, waiting, runtime,
     );
     let (result, sandbox) = match worked {
         Ok(done) => done,
@@ -795,29 +844,14 @@ fn run_in(
 fn work(
     plan: &mut RunPlan,
     workspace: &Workspace,
-    baseline: Option<Baseline>,
+    SetUp { confined, baseline }: SetUp,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(RunResult, String), RunError> {
     let harness = |e: &dyn std::fmt::Display| RunError::Harness(e.to_string());
-    let guard = Guard::new(workspace.path(), plan.protection.clone()).map_err(|e| harness(&e))?;
-    let helper = std::env::current_exe()
-        .map_err(|e| harness(&format!("cannot find agent-git's own binary: {e}")))?;
-    let sandbox = Sandbox::start(
-        plan.sandbox,
-        helper,
-        guard.root(),
-        Limits::default(),
-        Reach {
-            allow_write: plan.allow_write.clone(),
-            allow_read: plan.allow_read.clone(),
-            readable: vec![workspace.git_dir().to_path_buf()],
-            hidden: workspace.config_with_credentials(),
-        },
-    )
-    .map_err(|e| harness(&format!("cannot set up the sandbox: {e}")))?;
+    let Confinement { guard, sandbox } = confined.map_err(RunError::Harness)?;
     progress(&format!("sandbox: {}", sandbox.describe()));
     if plan.verbose {
         progress(&format!("sandbox, in full: {}", sandbox.details()));
