@@ -941,6 +941,16 @@ impl<'a> TreeTester<'a> {
         matches!(self.setup.plan.command, TestCommand::BuiltinPython { .. })
     }
 
+    /// Whether a test run is to write nothing in the clean room's tree: it runs on an overlay
+    /// of its own in a sandbox that confines, with no setup command or folder the user made
+    /// writable that would write there for real. Where the overlay does not hold after all,
+    /// what the run wrote is undone as any run's is.
+    fn writes_only_through_overlay(&self) -> bool {
+        self.setup.plan.setup.is_none()
+            && self.setup.sandbox.allowed_writes().is_empty()
+            && self.setup.sandbox.confines()
+    }
+
     /// Whether the test command may build into `CARGO_TARGET_DIR`.
     fn uses_build_cache(&self) -> bool {
         matches!(self.setup.plan.runner, Runner::Cargo | Runner::Other)
@@ -953,7 +963,14 @@ impl<'a> TreeTester<'a> {
         report: Report,
     ) -> Result<TestResult, VerifyError> {
         let mut room = self.room.borrow_mut();
-        room.reset_to(tree)?;
+        // A run that writes nothing in the tree may go on while the room is checked.
+        let beside = match self.writes_only_through_overlay() {
+            true => room.reset_beside(tree)?,
+            false => {
+                room.reset_to(tree)?;
+                false
+            }
+        };
         if let Some(setup) = &self.setup.plan.setup {
             if room.needs_setup(tree)? {
                 if let Some(failed) = self.set_up(&mut room, setup, tree)? {
@@ -981,6 +998,13 @@ impl<'a> TreeTester<'a> {
         self.overlay_held.set(on_overlay);
         let changed = self.protected_changes(&overlay, tree);
         room.remove_overlay(OVERLAYS[0])?;
+        if beside && !room.verified()? {
+            // The room did not hold what it was taken to: what this run saw does not count.
+            // The next reset undoes what changed, and the tree is tested again.
+            dirs.remove()?;
+            drop(room);
+            return self.test_once(tree, cache, report);
+        }
         let failed = raw.exit_code != Some(0) && !raw.timed_out && !raw.interrupted;
         if on_overlay && failed && crosses_devices(&raw.output) {
             // An overlay refuses to rename a folder of the tree below it (EXDEV) where a

@@ -173,6 +173,7 @@ fn fill_apart(
             let _held = held;
             // It yields to the base's test and the brief, which the first request waits for.
             let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+            super::ready::after_the_start();
             let repo = Repository::open(&common_there)?;
             reuse_exact(&repo, k, &branch_there).map(drop)
         });

@@ -7,7 +7,37 @@
 use super::setup::SetupError;
 use super::WorkspaceError;
 use std::cell::RefCell;
+use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
+
+/// Whether the run's start is over: its base tested (or no test to wait for). Work in the
+/// background that nothing before the first request needs (the pooled tree made exact, the
+/// look at the user's checkout) waits for it: on two cores, each took its share of the CPU
+/// from the base's test, which the first request waits for. Whatever waits for such work
+/// opens the gate first, so nothing waits for itself.
+static START: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+/// Lets the work that waits for the start's end go on. Once open, it stays open.
+pub fn start_is_over() {
+    let (over, changed) = &START;
+    *over
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+    changed.notify_all();
+}
+
+/// Waits until the start is over (`start_is_over`).
+pub fn after_the_start() {
+    let (over, changed) = &START;
+    let mut open = over
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    while !*open {
+        open = changed
+            .wait(open)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    }
+}
 
 /// Where a work tree's preparation stands.
 enum State {
@@ -48,6 +78,9 @@ impl Readiness {
 
     fn end(&self, fall_back: bool) -> Result<(), WorkspaceError> {
         let mut state = self.0.borrow_mut();
+        if matches!(*state, State::Going(..)) {
+            start_is_over();
+        }
         *state = match std::mem::replace(&mut *state, State::Ready) {
             State::Going(going, anew) => {
                 let made = match going.join() {
@@ -82,6 +115,7 @@ impl Drop for Readiness {
     /// the slot's lock); nothing is checked out anew for a workspace that goes.
     fn drop(&mut self) {
         if let State::Going(going, _) = std::mem::replace(self.0.get_mut(), State::Ready) {
+            start_is_over();
             let _ = going.join();
         }
     }

@@ -58,6 +58,12 @@ pub struct CleanRoom {
     keys: Keys,
     /// Whether the setup command ran (or what it made was removed) since the last reset.
     setup_since_reset: bool,
+    /// Whether the room was reopened and reset by what differs, and what else it holds was
+    /// not yet held against the snapshot: the next reset walks the whole tree first, unless a
+    /// run on an overlay is tested while it is checked (`reset_beside`).
+    unchecked: bool,
+    /// That check, going on beside a test run: the snapshot, and whether the tree held it.
+    checking: Option<std::thread::JoinHandle<(Snapshot, bool)>>,
 }
 
 /// The protected entries of each folder's tree already looked at: (folder, tree) to them.
@@ -375,6 +381,8 @@ impl CleanRoom {
             undone: None,
             keys,
             setup_since_reset: false,
+            unchecked: false,
+            checking: None,
         }
     }
 
@@ -512,6 +520,7 @@ impl CleanRoom {
             Some(undone) => undone,
             None => self.tree_walk().undo_changes_since(&snapshot)?,
         };
+        self.unchecked = false;
         for rel in &dropped {
             self.remove_in_tree(rel)?;
         }
@@ -527,23 +536,7 @@ impl CleanRoom {
         }
         let mut paths = self.changed_between(current, tree)?;
         paths.extend(undone.removed.iter().cloned());
-        let target = self.repo.find_tree(tree)?;
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .force()
-            .update_index(false)
-            .remove_untracked(false)
-            .remove_ignored(false)
-            .disable_pathspec_match(true);
-        for path in &paths {
-            checkout.path(path);
-        }
-        if !paths.is_empty() {
-            self.repo
-                .checkout_tree(target.as_object(), Some(&mut checkout))?;
-        }
-        drop(target);
-        self.record_checkout(tree)?;
+        self.check_out_paths(tree, &paths)?;
         // Only what the checkout, the undo or the removal of outputs touched has new stat data,
         // and the folders above it.
         let touched = paths.iter().chain(&undone.restored).chain(&dropped);
@@ -554,7 +547,29 @@ impl CleanRoom {
 
     /// `reset_to`, ahead of the first test run, with nothing but this room's owner to touch
     /// it until then: that run's reset has nothing to undo, and walks nothing.
+    /// A room reopened with the snapshot its last run kept is not walked here: only the paths
+    /// that differ from `tree` are written, once each of them and each folder above them is
+    /// found as the snapshot knows it (else the whole tree is walked first, as any reset
+    /// does). The rest of the tree is held against the snapshot at the first test run: beside
+    /// it, where it runs on an overlay (`reset_beside`), else before it.
     pub fn reset_ahead(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
+        let reopened = self.undone.is_none() && self.undoing.is_none();
+        if let (Some(current), true) = (self.current, reopened && self.setup_outputs.is_empty()) {
+            if let Some(mut snapshot) = self.snapshot.take() {
+                let paths = self.changed_between(current, tree)?;
+                let walk = self.tree_walk();
+                let as_known = walk.as_known(&snapshot, &paths);
+                if as_known && current != tree {
+                    self.check_out_paths(tree, &paths)?;
+                    walk.restamp(&mut snapshot, paths.iter())?;
+                }
+                self.snapshot = Some(snapshot);
+                if as_known {
+                    self.unchecked = true;
+                    return Ok(());
+                }
+            }
+        }
         self.reset_to(tree)?;
         if self.snapshot.is_some() {
             self.undone = Some(Undone::default());
@@ -562,12 +577,56 @@ impl CleanRoom {
         Ok(())
     }
 
+    /// `reset_to` for a run on an overlay of the tree, which writes nothing in it: where the
+    /// room holds `tree` already and the rest of it is still to be held against the snapshot
+    /// (`unchecked`), that is done in a thread of its own while the run goes on, and true
+    /// comes back. The run's result then stands only once `verified` says so.
+    pub fn reset_beside(&mut self, tree: Oid) -> Result<bool, WorkspaceError> {
+        let beside = self.unchecked
+            && self.current == Some(tree)
+            && self.undoing.is_none()
+            && self.checking.is_none()
+            && self.setup_outputs.is_empty();
+        let snapshot = match beside {
+            true => self.snapshot.take(),
+            false => None,
+        };
+        let Some(snapshot) = snapshot else {
+            self.reset_to(tree)?;
+            return Ok(false);
+        };
+        self.unchecked = false;
+        self.setup_since_reset = false;
+        let walk = self.tree_walk();
+        self.checking = Some(std::thread::spawn(move || {
+            let held = walk.holds(&snapshot);
+            (snapshot, held)
+        }));
+        Ok(true)
+    }
+
+    /// Whether the check `reset_beside` started found the tree as the snapshot knows it.
+    /// Where it did not, a run on it meanwhile says nothing of the tree. Either way, what is
+    /// left to undo is known only from a walk (or from `left_untouched`), as after any run.
+    pub fn verified(&mut self) -> Result<bool, WorkspaceError> {
+        let Some(checking) = self.checking.take() else {
+            return Ok(true);
+        };
+        let (snapshot, held) = checking.join().map_err(|_| {
+            WorkspaceError::Unsafe("the check of the clean room stopped midway".to_string())
+        })?;
+        self.snapshot = Some(snapshot);
+        Ok(held)
+    }
+
     /// Starts undoing what the last test run left, in a thread of its own: the next reset
     /// then finds it done, as the model usually takes longer to answer than this takes.
     pub fn undo_in_background(&mut self) {
-        if self.undoing.is_some() || self.undone.is_some() {
+        if self.undoing.is_some() || self.undone.is_some() || self.checking.is_some() {
             return;
         }
+        // The walk that undoes what the run left holds the whole tree against the snapshot.
+        self.unchecked = false;
         let Some(snapshot) = self.snapshot.take() else {
             return;
         };
@@ -582,7 +641,11 @@ impl CleanRoom {
     /// but test runs can reach the room): unless the setup command ran since the last reset,
     /// the next reset has nothing to undo, and walks nothing. Otherwise the undo starts.
     pub fn left_untouched(&mut self) {
-        if self.setup_since_reset || self.undoing.is_some() || self.undone.is_some() {
+        if self.setup_since_reset
+            || self.undoing.is_some()
+            || self.undone.is_some()
+            || self.unchecked
+        {
             return self.undo_in_background();
         }
         if self.snapshot.is_some() {
@@ -609,8 +672,10 @@ impl CleanRoom {
         }
     }
 
-    /// Waits for an undo in the background to end; nothing else may touch the tree till then.
+    /// Waits for an undo or a check in the background to end; nothing else may touch the
+    /// tree till then.
     fn settle(&mut self) -> Result<(), WorkspaceError> {
+        self.verified()?;
         let Some(undoing) = self.undoing.take() else {
             return Ok(());
         };
@@ -648,7 +713,29 @@ impl CleanRoom {
         }
         self.record_checkout(tree)?;
         self.snapshot = Some(self.tree_walk().take_snapshot()?);
+        self.unchecked = false;
         Ok(())
+    }
+
+    /// Writes `paths` as `tree` has them (removing those it does not have), and notes that the
+    /// room holds `tree`.
+    fn check_out_paths(&mut self, tree: Oid, paths: &[PathBuf]) -> Result<(), WorkspaceError> {
+        if !paths.is_empty() {
+            let target = self.repo.find_tree(tree)?;
+            let mut checkout = CheckoutBuilder::new();
+            checkout
+                .force()
+                .update_index(false)
+                .remove_untracked(false)
+                .remove_ignored(false)
+                .disable_pathspec_match(true);
+            for path in paths {
+                checkout.path(path);
+            }
+            self.repo
+                .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        }
+        self.record_checkout(tree)
     }
 
     /// The paths whose entries differ between two trees (files, links; not folders).
@@ -1081,6 +1168,16 @@ mod tests {
         CleanRoom::open_in(temp, &repo.path().join("objects"), repo.workdir()).unwrap()
     }
 
+    /// A repository of three files, two of them in a folder, and its tree.
+    fn three_files(dir: &Path) -> (Repository, Oid) {
+        let files = [
+            ("calc.py", "x = 1\n"),
+            ("pkg/a.py", "a = 1\n"),
+            ("pkg/b.py", "b\n"),
+        ];
+        repo_with(dir, &files)
+    }
+
     fn inode(room: &CleanRoom, rel: &str) -> u64 {
         use std::os::unix::fs::MetadataExt;
         std::fs::symlink_metadata(room.path().join(rel))
@@ -1091,14 +1188,7 @@ mod tests {
     #[test]
     fn a_lasting_room_is_found_as_its_last_run_left_it_and_reset_by_what_differs() {
         let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let (repo, first) = repo_with(
-            dir.path(),
-            &[
-                ("calc.py", "x = 1\n"),
-                ("pkg/a.py", "a = 1\n"),
-                ("pkg/b.py", "b\n"),
-            ],
-        );
+        let (repo, first) = three_files(dir.path());
         let mut room = lasting(temp.path(), &repo);
         room.reset_to(first).unwrap();
         // What a test run left, not undone before the run ends.
@@ -1128,14 +1218,7 @@ mod tests {
     fn what_changed_in_a_lasting_room_between_runs_is_undone() {
         use std::os::unix::fs::PermissionsExt;
         let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let (repo, tree) = repo_with(
-            dir.path(),
-            &[
-                ("calc.py", "x = 1\n"),
-                ("pkg/a.py", "a = 1\n"),
-                ("pkg/b.py", "b\n"),
-            ],
-        );
+        let (repo, tree) = three_files(dir.path());
         let mut room = lasting(temp.path(), &repo);
         room.reset_to(tree).unwrap();
         let path = room.path().to_path_buf();
@@ -1167,6 +1250,82 @@ mod tests {
             dir.path().join("pkg/a.py").is_file(),
             "the link was not followed"
         );
+    }
+
+    /// A reopened room's reset ahead writes only what differs from the tree it kept (a
+    /// change made elsewhere between runs is not looked for yet); the check beside the first
+    /// run finds that change, and the reset after it undoes it. Where nothing changed, the
+    /// check holds and the next reset walks nothing.
+    #[test]
+    fn a_reopened_room_is_reset_by_what_differs_and_checked_beside_the_first_run() {
+        let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (repo, first) = three_files(dir.path());
+        let second = commit_files(&repo, &[("calc.py", "x = 2\n")], &[]);
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(first).unwrap();
+        let path = room.path().to_path_buf();
+        drop(room);
+
+        // Nothing changed between runs: the check holds.
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_ahead(second).unwrap();
+        assert_eq!(read(&room, "calc.py"), "x = 2\n");
+        assert!(room.reset_beside(second).unwrap(), "checked beside the run");
+        assert!(room.verified().unwrap());
+        holds_exactly(&room, &repo, second);
+        drop(room);
+
+        // A file changed between runs, away from what differs between the trees.
+        std::fs::write(path.join("pkg/a.py"), "a = 'tampered'\n").unwrap();
+        std::fs::write(path.join("pkg/planted.py"), "p\n").unwrap();
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_ahead(first).unwrap();
+        assert_eq!(read(&room, "calc.py"), "x = 1\n");
+        assert_eq!(
+            read(&room, "pkg/a.py"),
+            "a = 'tampered'\n",
+            "not walked ahead"
+        );
+        assert!(room.reset_beside(first).unwrap());
+        assert!(!room.verified().unwrap(), "the check finds the change");
+        // The next reset walks the tree and undoes it.
+        assert!(!room.reset_beside(first).unwrap(), "checked once");
+        holds_exactly(&room, &repo, first);
+        drop(room);
+
+        // Never checked beside a run: the first reset walks the tree.
+        std::fs::write(path.join("pkg/b.py"), "b = 'tampered'\n").unwrap();
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_ahead(second).unwrap();
+        room.reset_to(second).unwrap();
+        holds_exactly(&room, &repo, second);
+    }
+
+    /// A reset ahead writes nothing through a link a run left in place of a folder above
+    /// what differs: it walks the whole tree first, as any reset does, and the link goes.
+    #[test]
+    fn a_reset_ahead_follows_no_link_left_above_what_differs() {
+        let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let elsewhere = tempfile::tempdir().unwrap();
+        let (repo, first) = repo_with(dir.path(), &[("calc.py", "x\n"), ("pkg/a.py", "a\n")]);
+        let second = commit_files(&repo, &[("pkg/a.py", "a = 2\n")], &[]);
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_to(first).unwrap();
+        let path = room.path().to_path_buf();
+        drop(room);
+        std::fs::remove_dir_all(path.join("pkg")).unwrap();
+        symlink(elsewhere.path(), path.join("pkg")).unwrap();
+        let mut room = lasting(temp.path(), &repo);
+        room.reset_ahead(second).unwrap();
+        assert!(
+            !elsewhere.path().join("a.py").exists(),
+            "nothing was written through the link"
+        );
+        assert!(
+            !room.reset_beside(second).unwrap(),
+            "walked, not to be checked"
+        );
+        holds_exactly(&room, &repo, second);
     }
 
     #[test]

@@ -361,6 +361,50 @@ impl TreeWalk {
         Ok(())
     }
 
+    /// Whether every entry of the tree is as `snapshot` knows it and none is missing or
+    /// added, changing nothing: a walk that cannot finish says no.
+    pub(super) fn holds(&self, snapshot: &Snapshot) -> bool {
+        let parts = self.walk(
+            &|rel, _, meta, (differs, seen): &mut (bool, usize)| match snapshot.get(self.key(rel)) {
+                Some(known) if self.unchanged(known, &Stamp::of(meta)) => {
+                    *seen += 1;
+                    Ok(Walk::On)
+                }
+                _ => {
+                    *differs = true;
+                    Ok(Walk::SkipDir)
+                }
+            },
+        );
+        parts.is_ok_and(|parts| {
+            let seen: usize = parts.iter().map(|(_, seen)| seen).sum();
+            !parts.iter().any(|(differs, _)| *differs) && seen == snapshot.len()
+        })
+    }
+
+    /// Whether each of `paths`, and each folder above it, is as `snapshot` knows it (or, where
+    /// it knows nothing, not there at all): then writing `paths` follows no link a run left,
+    /// and overwrites nothing but what the snapshot describes. Changes nothing.
+    pub(super) fn as_known(&self, snapshot: &Snapshot, paths: &[PathBuf]) -> bool {
+        let mut done: BTreeSet<&Path> = BTreeSet::new();
+        for path in paths {
+            for rel in path.ancestors() {
+                if !done.insert(rel) {
+                    break;
+                }
+                let known = snapshot.get(self.key(rel));
+                let as_known = match std::fs::symlink_metadata(entry_path(&self.tree, rel)) {
+                    Ok(meta) => known.is_some_and(|known| self.unchanged(known, &Stamp::of(&meta))),
+                    Err(e) => e.kind() == std::io::ErrorKind::NotFound && known.is_none(),
+                };
+                if !as_known {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     /// Removes whatever a test run added or changed since `snapshot` (a directory whose
     /// content changed gets its mode, times and extended attributes back, and its entries are
     /// judged one by one), and says what it did.
