@@ -1112,3 +1112,46 @@ fn the_next_run_resets_the_kept_clean_room_and_trusts_nothing_changed_in_it() {
         "a file no tree changed is not written again"
     );
 }
+
+/// A run in a kept clean room that did not hold what it was taken to leaves nothing for the
+/// run that counts: here a test script changed in the room between runs writes into the
+/// build cache, which the honest script then takes for a pass. The base still fails.
+#[test]
+fn a_changed_kept_room_leaves_nothing_in_the_build_cache_for_the_run_that_counts() {
+    let env = TestEnv::new();
+    let script = "test -e \"$CARGO_TARGET_DIR/built\" && exit 0\n\
+                  python3 -c 'import calc; assert calc.add(2, 3) == 5'\n";
+    let repo = env.repo(
+        "calc",
+        &[
+            ("calc.py", CALC),
+            ("t.sh", script),
+            ("docs/notes.md", "notes\n"),
+        ],
+    );
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let with_tmp = |cmd: &mut std::process::Command| {
+        cmd.env("TMPDIR", &tmp);
+    };
+    let args = ["--test-cmd", "sh t.sh", "--json"];
+    let replies = json!([calls("Fix.", vec![fix_add()]), end_turn("Done.")]);
+    let first = env.fix_scripted_with(&repo, "agent/first", replies, &args, with_tmp);
+    assert_eq!(first.code(), 0, "{}", first.stderr());
+    let rooms = rooms_in(&tmp);
+    assert_eq!(rooms.len(), 1, "{rooms:?}");
+    let kept = rooms[0].join("tree/t.sh");
+    std::fs::write(&kept, "touch \"$CARGO_TARGET_DIR/built\"; exit 1\n").unwrap();
+
+    let second = env.fix_scripted_with(
+        &repo,
+        "agent/second",
+        json!([end_turn("Nothing to do.")]),
+        &args,
+        with_tmp,
+    );
+    let json: Value = serde_json::from_str(stdout(&second.out).trim()).unwrap();
+    assert_ne!(json["outcome"], "passed", "{json}");
+    assert_eq!(json["tests"]["passed"], false, "{json}");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), script);
+}

@@ -936,6 +936,12 @@ impl Sandbox {
         self.mode == Mode::On && self.layers.as_ref().is_some_and(Layers::confines)
     }
 
+    /// Whether overlays mount here (HOME's did at the probe): a test run's overlay of its
+    /// tree then holds as well, short of something in its way.
+    pub fn mounts_overlays(&self) -> bool {
+        self.confines() && self.layers.as_ref().is_some_and(|l| l.home.is_ok())
+    }
+
     /// Why the model's commands may not run here, if they may not.
     pub fn refusal(&self) -> Option<String> {
         refusal(self.mode, self.layers.as_ref())

@@ -941,13 +941,16 @@ impl<'a> TreeTester<'a> {
         matches!(self.setup.plan.command, TestCommand::BuiltinPython { .. })
     }
 
-    /// Whether a test run is to write nothing in the clean room's tree: it runs on an overlay
-    /// of its own in a sandbox that confines, with no setup command or folder the user made
-    /// writable that would write there for real. Where the overlay does not hold after all,
-    /// what the run wrote is undone as any run's is.
+    /// Whether a test run is to write nothing that outlasts it but through an overlay of the
+    /// tree: in a sandbox that confines and mounts overlays, with no setup command, build
+    /// cache or folder the user made writable, which would be written for real (a run whose
+    /// result is thrown away must leave nothing the next one finds). Where the overlay does
+    /// not hold after all, what the run wrote in the tree is undone as any run's is.
     fn writes_only_through_overlay(&self) -> bool {
         self.setup.plan.setup.is_none()
+            && !self.uses_build_cache()
             && self.setup.sandbox.allowed_writes().is_empty()
+            && self.setup.sandbox.mounts_overlays()
             && self.setup.sandbox.confines()
     }
 

@@ -58,12 +58,10 @@ pub struct CleanRoom {
     keys: Keys,
     /// Whether the setup command ran (or what it made was removed) since the last reset.
     setup_since_reset: bool,
-    /// Whether the room was reopened and reset by what differs, and what else it holds was
-    /// not yet held against the snapshot: the next reset walks the whole tree first, unless a
-    /// run on an overlay is tested while it is checked (`reset_beside`).
-    unchecked: bool,
-    /// That check, going on beside a test run: the snapshot, and whether the tree held it.
-    checking: Option<std::thread::JoinHandle<(Snapshot, bool)>>,
+    /// The check of a reopened room against the snapshot its last run kept, going on in a
+    /// thread of its own (`reset_ahead`): the snapshot and whether the tree held it, and how
+    /// many test runs had started when it did.
+    checking: Option<(std::thread::JoinHandle<(Snapshot, bool)>, u32)>,
 }
 
 /// The protected entries of each folder's tree already looked at: (folder, tree) to them.
@@ -381,7 +379,6 @@ impl CleanRoom {
             undone: None,
             keys,
             setup_since_reset: false,
-            unchecked: false,
             checking: None,
         }
     }
@@ -520,7 +517,6 @@ impl CleanRoom {
             Some(undone) => undone,
             None => self.tree_walk().undo_changes_since(&snapshot)?,
         };
-        self.unchecked = false;
         for rel in &dropped {
             self.remove_in_tree(rel)?;
         }
@@ -547,28 +543,38 @@ impl CleanRoom {
 
     /// `reset_to`, ahead of the first test run, with nothing but this room's owner to touch
     /// it until then: that run's reset has nothing to undo, and walks nothing.
-    /// A room reopened with the snapshot its last run kept is not walked here: only the paths
-    /// that differ from `tree` are written, once each of them and each folder above them is
-    /// found as the snapshot knows it (else the whole tree is walked first, as any reset
-    /// does). The rest of the tree is held against the snapshot at the first test run: beside
-    /// it, where it runs on an overlay (`reset_beside`), else before it.
+    /// A room reopened with the snapshot its last run kept is not walked before it is used:
+    /// only the paths that differ from `tree` are written, once each of them and each folder
+    /// above them is found as the snapshot knows it (else the whole tree is walked first, as
+    /// any reset does). The rest of the tree is held against the snapshot by a walk that
+    /// changes nothing, in a thread of its own; the first reset waits for it and undoes what it
+    /// found, unless a run on an overlay goes on beside it (`reset_beside`).
     pub fn reset_ahead(&mut self, tree: Oid) -> Result<(), WorkspaceError> {
-        let reopened = self.undone.is_none() && self.undoing.is_none();
-        if let (Some(current), true) = (self.current, reopened && self.setup_outputs.is_empty()) {
-            if let Some(mut snapshot) = self.snapshot.take() {
-                let paths = self.changed_between(current, tree)?;
-                let walk = self.tree_walk();
-                let as_known = walk.as_known(&snapshot, &paths);
-                if as_known && current != tree {
+        let reopened =
+            self.undone.is_none() && self.undoing.is_none() && self.setup_outputs.is_empty();
+        let kept = match (reopened, self.current) {
+            (true, Some(current)) => self.snapshot.take().map(|snapshot| (current, snapshot)),
+            _ => None,
+        };
+        if let Some((current, mut snapshot)) = kept {
+            let paths = self.changed_between(current, tree)?;
+            let mut walk = self.tree_walk();
+            if walk.as_known(&snapshot, &paths) {
+                if current != tree {
                     self.check_out_paths(tree, &paths)?;
                     walk.restamp(&mut snapshot, paths.iter())?;
                 }
-                self.snapshot = Some(snapshot);
-                if as_known {
-                    self.unchecked = true;
-                    return Ok(());
-                }
+                // It goes on beside the run's start, which needs the two cores more.
+                walk.yielding = true;
+                let check = std::thread::spawn(move || {
+                    walk::yield_cpu();
+                    let held = walk.holds(&snapshot);
+                    (snapshot, held)
+                });
+                self.checking = Some((check, self.runs));
+                return Ok(());
             }
+            self.snapshot = Some(snapshot);
         }
         self.reset_to(tree)?;
         if self.snapshot.is_some() {
@@ -578,55 +584,46 @@ impl CleanRoom {
     }
 
     /// `reset_to` for a run on an overlay of the tree, which writes nothing in it: where the
-    /// room holds `tree` already and the rest of it is still to be held against the snapshot
-    /// (`unchecked`), that is done in a thread of its own while the run goes on, and true
-    /// comes back. The run's result then stands only once `verified` says so.
+    /// room holds `tree` already and its check (`reset_ahead`) is still going, the run goes
+    /// on beside it, and true comes back. The run's result then stands only once `verified`
+    /// says so.
     pub fn reset_beside(&mut self, tree: Oid) -> Result<bool, WorkspaceError> {
-        let beside = self.unchecked
+        let beside = self.checking.is_some()
             && self.current == Some(tree)
             && self.undoing.is_none()
-            && self.checking.is_none()
             && self.setup_outputs.is_empty();
-        let snapshot = match beside {
-            true => self.snapshot.take(),
-            false => None,
-        };
-        let Some(snapshot) = snapshot else {
+        if !beside {
             self.reset_to(tree)?;
             return Ok(false);
-        };
-        self.unchecked = false;
+        }
         self.setup_since_reset = false;
-        let walk = self.tree_walk();
-        self.checking = Some(std::thread::spawn(move || {
-            let held = walk.holds(&snapshot);
-            (snapshot, held)
-        }));
         Ok(true)
     }
 
-    /// Whether the check `reset_beside` started found the tree as the snapshot knows it.
-    /// Where it did not, a run on it meanwhile says nothing of the tree. Either way, what is
-    /// left to undo is known only from a walk (or from `left_untouched`), as after any run.
+    /// Whether the check `reset_ahead` started found the tree as the snapshot knows it (true
+    /// where there was none). Where it did not, a run on it meanwhile says nothing of the
+    /// tree, and the next reset walks it and undoes what changed. Where it did and no test
+    /// ran since it started, the next reset has nothing to undo; after a run, what is left to
+    /// undo is known as after any run.
     pub fn verified(&mut self) -> Result<bool, WorkspaceError> {
-        let Some(checking) = self.checking.take() else {
+        let Some((checking, runs)) = self.checking.take() else {
             return Ok(true);
         };
         let (snapshot, held) = checking.join().map_err(|_| {
             WorkspaceError::Unsafe("the check of the clean room stopped midway".to_string())
         })?;
         self.snapshot = Some(snapshot);
+        self.undone = (held && runs == self.runs).then(Undone::default);
         Ok(held)
     }
 
     /// Starts undoing what the last test run left, in a thread of its own: the next reset
     /// then finds it done, as the model usually takes longer to answer than this takes.
     pub fn undo_in_background(&mut self) {
+        // A check still going is waited for by the next reset, which then walks the tree.
         if self.undoing.is_some() || self.undone.is_some() || self.checking.is_some() {
             return;
         }
-        // The walk that undoes what the run left holds the whole tree against the snapshot.
-        self.unchecked = false;
         let Some(snapshot) = self.snapshot.take() else {
             return;
         };
@@ -641,11 +638,7 @@ impl CleanRoom {
     /// but test runs can reach the room): unless the setup command ran since the last reset,
     /// the next reset has nothing to undo, and walks nothing. Otherwise the undo starts.
     pub fn left_untouched(&mut self) {
-        if self.setup_since_reset
-            || self.undoing.is_some()
-            || self.undone.is_some()
-            || self.unchecked
-        {
+        if self.setup_since_reset || self.undoing.is_some() || self.undone.is_some() {
             return self.undo_in_background();
         }
         if self.snapshot.is_some() {
@@ -692,6 +685,7 @@ impl CleanRoom {
             tree: self.tree.clone(),
             skip: self.setup_outputs.clone(),
             keys: self.keys,
+            yielding: false,
         }
     }
 
@@ -713,7 +707,6 @@ impl CleanRoom {
         }
         self.record_checkout(tree)?;
         self.snapshot = Some(self.tree_walk().take_snapshot()?);
-        self.unchecked = false;
         Ok(())
     }
 
@@ -1252,10 +1245,10 @@ mod tests {
         );
     }
 
-    /// A reopened room's reset ahead writes only what differs from the tree it kept (a
-    /// change made elsewhere between runs is not looked for yet); the check beside the first
-    /// run finds that change, and the reset after it undoes it. Where nothing changed, the
-    /// check holds and the next reset walks nothing.
+    /// A reopened room's reset ahead writes only what differs from the tree it kept, and
+    /// changes nothing else (a change made elsewhere between runs stays for now); its check,
+    /// beside the first run, finds that change, and the reset after it undoes it. Where
+    /// nothing changed, the check holds.
     #[test]
     fn a_reopened_room_is_reset_by_what_differs_and_checked_beside_the_first_run() {
         let (dir, temp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -1284,7 +1277,7 @@ mod tests {
         assert_eq!(
             read(&room, "pkg/a.py"),
             "a = 'tampered'\n",
-            "not walked ahead"
+            "not undone ahead"
         );
         assert!(room.reset_beside(first).unwrap());
         assert!(!room.verified().unwrap(), "the check finds the change");
@@ -1293,7 +1286,7 @@ mod tests {
         holds_exactly(&room, &repo, first);
         drop(room);
 
-        // Never checked beside a run: the first reset walks the tree.
+        // No run beside the check: the first reset waits for it, and undoes what it found.
         std::fs::write(path.join("pkg/b.py"), "b = 'tampered'\n").unwrap();
         let mut room = lasting(temp.path(), &repo);
         room.reset_ahead(second).unwrap();

@@ -168,6 +168,8 @@ pub(super) struct TreeWalk {
     pub(super) skip: BTreeSet<PathBuf>,
     /// The key of the snapshot's hashes: the clean room's own, drawn at random.
     pub(super) keys: Keys,
+    /// Whether its threads yield to the rest of the process (nice 10).
+    pub(super) yielding: bool,
 }
 
 impl TreeWalk {
@@ -245,7 +247,14 @@ impl TreeWalk {
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let parts: Vec<std::thread::Result<T>> = std::thread::scope(|scope| {
             let threads: Vec<_> = (0..workers)
-                .map(|_| scope.spawn(|| self.work(&queue, visit)))
+                .map(|_| {
+                    scope.spawn(|| {
+                        if self.yielding {
+                            yield_cpu();
+                        }
+                        self.work(&queue, visit)
+                    })
+                })
                 .collect();
             threads.into_iter().map(|t| t.join()).collect()
         });
@@ -450,6 +459,12 @@ impl TreeWalk {
         undone.lost_known_entries |= seen < snapshot.len();
         Ok(undone)
     }
+}
+
+/// Lowers the calling thread's priority to nice 10 (a thread's nice value is its own on
+/// Linux; raising it needs no privilege).
+pub(super) fn yield_cpu() {
+    let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
 }
 
 /// The folders a walk has still to read, shared by its threads.
