@@ -305,3 +305,38 @@ fn a_test_rewritten_while_the_tests_run_never_passes_whatever_the_kept_list_says
         export_and_test(&env, &repo, "agent/hostile", "python3 -m pytest -q", &path);
     assert!(!passed, "{output}");
 }
+
+/// With the sandbox off, a command can write the work tree's index: a protected file it only
+/// marks as to be added (`git add -N`, the tree summary written again), after a command that
+/// changed nothing, is found, put back and not committed.
+#[test]
+fn a_protected_entry_a_command_only_marks_in_the_index_is_put_back() {
+    let env = TestEnv::new();
+    let repo = env.repo("calc", &[("calc.py", CALC), ("test_calc.py", TEST_CALC)]);
+    let command = |id: &str, line: &str| tool(id, "run_command", json!({ "command": line }));
+    let run = env.fix_scripted(
+        &repo,
+        "agent/marked",
+        json!([
+            calls("Look.", vec![command("a", "true")]),
+            calls(
+                "Mark a runner config.",
+                vec![command(
+                    "b",
+                    ": > pytest.ini && git add -N pytest.ini && git write-tree"
+                )]
+            ),
+            end_turn("Done."),
+        ]),
+        &["--sandbox", "off"],
+    );
+    let said = run.stderr();
+    let results = results(&run, 4);
+    let marked = results[0]["content"].as_str().unwrap();
+    assert!(
+        marked.contains("changed protected test files (pytest.ini); they were put back"),
+        "{marked}\n{said}"
+    );
+    let files = env.git(&repo, &["ls-tree", "-r", "--name-only", "agent/marked"]);
+    assert!(!files.contains("pytest.ini"), "{files}");
+}

@@ -143,7 +143,12 @@ pub fn run_command(repo: &Repo, options: &Options) {
         &mut || {
             let busy = run.busy();
             let wall = time(&mut || {
-                let before = run.workspace.snapshot().expect("snapshot");
+                // As `run_command` takes it: confined, the command cannot write the index.
+                let before = run
+                    .workspace
+                    .snapshot()
+                    .expect("snapshot")
+                    .git_dir_sealed(run.sandbox.confines());
                 let raw = run
                     .sandbox
                     .run(

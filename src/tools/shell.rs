@@ -63,7 +63,8 @@ impl Tool for RunCommand {
         let asked = args.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS).max(1);
         let timeout = asked.min(ctx.max_command_secs);
         let workspace = ctx.workspace;
-        let before = workspace.snapshot()?;
+        // Confined, the command cannot write the git dir, the index included.
+        let before = workspace.snapshot()?.git_dir_sealed(sandbox.confines());
         let raw = sandbox
             .run(
                 &jail,

@@ -343,6 +343,9 @@ pub struct Workspace {
     pub max_file_size: u64,
     /// Marks the work tree as this run's while it lives (see `leftovers`), and where.
     lease: Option<(crate::leftovers::Lease, PathBuf)>,
+    /// The index file as the last status after a command left it, naming the branch's tree
+    /// given: while it is that file still, it still names that tree (`restore`).
+    index_known: std::cell::Cell<Option<(restore::FileStamp, Oid)>>,
 }
 
 impl Workspace {

@@ -142,6 +142,7 @@ fn in_slot(
         common_dir: repo.commondir().to_path_buf(),
         max_file_size: crate::settings::defaults().max_file_size,
         lease: Some(lease),
+        index_known: std::cell::Cell::new(None),
     }
 }
 

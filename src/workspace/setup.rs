@@ -350,6 +350,7 @@ pub(super) fn attach(
         common_dir,
         max_file_size: crate::settings::defaults().max_file_size,
         lease: Some((lease, lease_path)),
+        index_known: std::cell::Cell::new(None),
     })
 }
 
@@ -537,6 +538,46 @@ mod tests {
             .unwrap();
         drop(tree);
         (repo, oid)
+    }
+
+    /// After a command that changed nothing, a sealed status compares the work tree with the
+    /// index alone. An index written since (here with a protected entry staged, the work tree
+    /// as it was) is made to name the branch's tree again first, as an unsealed status always
+    /// does: the staged entry goes, and nothing in the work tree needs putting back.
+    #[test]
+    fn a_status_builds_on_the_index_only_while_it_is_the_file_it_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, base) = repo_with_commit(dir.path());
+        let ws = Workspace::create(&repo, base, "agent/t", "r4").unwrap();
+        let protection = Protection::new(&[], &[]).unwrap();
+        let test = Path::new("tests/test_calc.py");
+        let committed = repo.find_commit(base).unwrap().tree().unwrap();
+        let committed = committed.get_path(test).unwrap().id();
+        let absorb = |sealed: bool| {
+            let before = ws.snapshot().unwrap().git_dir_sealed(sealed);
+            let absorbed = ws.absorb_command("run", "", &protection, &before, &NoHooks);
+            absorbed.unwrap().reverted
+        };
+        let staged = || {
+            let index = Repository::open(ws.path()).unwrap().index().unwrap();
+            index.get_path(test, 0).unwrap().id
+        };
+        let stage = |content: &[u8]| {
+            let wt = Repository::open(ws.path()).unwrap();
+            let mut index = wt.index().unwrap();
+            let mut entry = index.get_path(test, 0).unwrap();
+            entry.id = wt.blob(content).unwrap();
+            index.add(&entry).unwrap();
+            index.write().unwrap();
+        };
+        for sealed in [true, false] {
+            assert!(absorb(sealed).is_empty());
+            assert!(ws.index_known.get().is_some(), "known to name the branch");
+            stage(b"assert 'staged'\n");
+            assert_ne!(staged(), committed);
+            assert!(absorb(sealed).is_empty());
+            assert_eq!(staged(), committed, "the index names the branch again");
+        }
     }
 
     #[test]
