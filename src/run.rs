@@ -211,7 +211,7 @@ pub fn execute(
     }
     let (mut workspace, slot, confined) = if plan.only_if_failing && !resuming {
         // What was learnt of the base without a work tree is all there is to learn.
-        crate::workspace::start_reached(crate::workspace::Stage::Tested);
+        crate::workspace::start_is_over();
         let checked_out = work_tree(&plan.repo, &WorkTreePlan::from(&plan), resuming);
         let (workspace, slot, held) = confirm_start(&mut plan, checked_out, resuming, progress)?;
         if held == Held::OtherPlan {
@@ -225,7 +225,7 @@ pub fn execute(
         baseline = tested;
         (workspace, slot, confined)
     };
-    crate::workspace::start_reached(crate::workspace::Stage::Tested);
+    crate::workspace::start_is_over();
     workspace.max_file_size = plan.max_file_size;
     let mut notice = std::mem::take(&mut plan.uncommitted);
     let mut said = |line: &str| {
@@ -270,7 +270,7 @@ pub fn execute(
 }
 
 /// What is to be said of the user's uncommitted changes, being looked at in a thread of its
-/// own once the first request is made (`start::look_at_uncommitted`). Nothing waits for it: on a
+/// own once the base is tested (`start::look_at_uncommitted`). Nothing waits for it: on a
 /// large checkout the look (the index read whole, one `lstat` a file) takes as long as the
 /// start itself. It is said as soon as it is done (with the first line after the start, say),
 /// and at the latest before the report.
@@ -281,7 +281,7 @@ impl Drop for Pending {
     /// A look never said is let go on, to end on its own.
     fn drop(&mut self) {
         if self.0.is_some() {
-            crate::workspace::start_reached(crate::workspace::Stage::Asked);
+            crate::workspace::start_is_over();
         }
     }
 }
@@ -297,7 +297,7 @@ impl Pending {
         if !wait && !self.0.as_ref().is_some_and(|look| look.is_finished()) {
             return;
         }
-        crate::workspace::start_reached(crate::workspace::Stage::Asked);
+        crate::workspace::start_is_over();
         if let Some(line) = self.0.take().and_then(|look| look.join().ok().flatten()) {
             progress(&line);
         }

@@ -298,8 +298,6 @@ impl Agent<'_> {
                 }
             },
         };
-        // What waits for the start to be over may go on now (`workspace::Stage`).
-        crate::workspace::start_reached(crate::workspace::Stage::Asked);
         let mut state = Loop {
             turns: 0,
             actions: Vec::new(),

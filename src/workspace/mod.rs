@@ -25,7 +25,7 @@ pub mod sweep;
 mod tested;
 pub mod trees;
 
-pub use ready::{after, quiet, start_reached, Stage};
+pub use ready::{after_the_start, start_is_over};
 
 pub use cleanroom::{
     check_out_room, write_new, CleanRoom, ProtectedMemo, RunDirs, CHECK_OUT_ROOM, OVERLAYS,

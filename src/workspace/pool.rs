@@ -168,14 +168,13 @@ fn fill_apart(
     let common = repo.commondir().to_path_buf();
     let (held, common_there, branch_there) =
         (slot._lock.clone(), common.clone(), branch.to_string());
-    let preparing = super::ready::Preparing::start();
     let going = std::thread::Builder::new()
         .name("agent-git-pool".to_string())
         .spawn(move || {
-            let (_held, _preparing) = (held, preparing);
+            let _held = held;
             // It yields to the base's test and the brief, which the first request waits for.
             let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
-            super::ready::after(super::ready::Stage::Tested);
+            super::ready::after_the_start();
             let repo = Repository::open(&common_there)?;
             reuse_exact(&repo, k, &branch_there).map(drop)
         });

@@ -10,90 +10,32 @@ use std::cell::RefCell;
 use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 
-/// How far the run's start is, for work in the background that nothing before the first
-/// request needs: the pooled tree made exact waits for the base's test (`Stage::Tested`), the
-/// look at the user's checkout for the first request and for the tree's preparation to end
-/// (`quiet`). On two cores each took its share of the CPU from the base's test, which the
-/// first request waits for; and at 100,000 files the look and the preparation each read a
-/// whole index (17 MiB), which at once raised a run's peak by a fifth. Whatever waits for
-/// such work lets the start go on to the end first, so nothing waits for itself.
-static START: (Mutex<Start>, Condvar) = (
-    Mutex::new(Start {
-        stage: Stage::Going,
-        preparing: 0,
-    }),
-    Condvar::new(),
-);
+/// Whether the run's start is over: its base tested (or no test to wait for). Work in the
+/// background that nothing before the first request needs (the pooled tree made exact, the
+/// look at the user's checkout) waits for it: on two cores, each took its share of the CPU
+/// from the base's test, which the first request waits for. Whatever waits for such work
+/// opens the gate first, so nothing waits for itself.
+static START: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
-struct Start {
-    stage: Stage,
-    /// Pooled trees being made exact in threads of their own.
-    preparing: usize,
-}
-
-/// A stage of the run's start, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stage {
-    /// Planned, the base under test.
-    Going,
-    /// The base is tested, or there was no test to wait for.
-    Tested,
-    /// The first request is made, or there will be none.
-    Asked,
-}
-
-/// Changes the start's state and wakes whoever waits on it.
-fn update(change: impl FnOnce(&mut Start)) {
-    let (start, changed) = &START;
-    change(
-        &mut start
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
+/// Lets the work that waits for the start's end go on. Once open, it stays open.
+pub fn start_is_over() {
+    let (over, changed) = &START;
+    *over
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
     changed.notify_all();
 }
 
-/// Waits until `ready` holds of the start's state.
-fn wait_until(ready: impl Fn(&Start) -> bool) {
-    let (start, changed) = &START;
-    let mut now = start
+/// Waits until the start is over (`start_is_over`).
+pub fn after_the_start() {
+    let (over, changed) = &START;
+    let mut open = over
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    while !ready(&now) {
-        now = changed
-            .wait(now)
+    while !*open {
+        open = changed
+            .wait(open)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-    }
-}
-
-/// Says the start has come to `stage` (it never goes back).
-pub fn start_reached(stage: Stage) {
-    update(|start| start.stage = start.stage.max(stage));
-}
-
-/// Waits until the start has come to `stage`.
-pub fn after(stage: Stage) {
-    wait_until(|start| start.stage >= stage);
-}
-
-/// Waits until the first request is made and no pooled tree is being made exact.
-pub fn quiet() {
-    wait_until(|start| start.stage >= Stage::Asked && start.preparing == 0);
-}
-
-/// Counts a pooled tree's preparation as going on while it lives (`quiet`).
-pub(super) struct Preparing(());
-
-impl Preparing {
-    pub(super) fn start() -> Preparing {
-        update(|start| start.preparing += 1);
-        Preparing(())
-    }
-}
-
-impl Drop for Preparing {
-    fn drop(&mut self) {
-        update(|start| start.preparing = start.preparing.saturating_sub(1));
     }
 }
 
@@ -137,7 +79,7 @@ impl Readiness {
     fn end(&self, fall_back: bool) -> Result<(), WorkspaceError> {
         let mut state = self.0.borrow_mut();
         if matches!(*state, State::Going(..)) {
-            start_reached(Stage::Tested);
+            start_is_over();
         }
         *state = match std::mem::replace(&mut *state, State::Ready) {
             State::Going(going, anew) => {
@@ -173,7 +115,7 @@ impl Drop for Readiness {
     /// the slot's lock); nothing is checked out anew for a workspace that goes.
     fn drop(&mut self) {
         if let State::Going(going, _) = std::mem::replace(self.0.get_mut(), State::Ready) {
-            start_reached(Stage::Tested);
+            start_is_over();
             let _ = going.join();
         }
     }
