@@ -270,21 +270,12 @@ pub fn execute(
 }
 
 /// What is to be said of the user's uncommitted changes, being looked at in a thread of its
-/// own once the base is tested (`start::look_at_uncommitted`). Nothing waits for it: on a
-/// large checkout the look (the index read whole, one `lstat` a file) takes as long as the
-/// start itself. It is said as soon as it is done (with the first line after the start, say),
-/// and at the latest before the report.
+/// own from the start (`start::look_at_uncommitted`). Nothing waits for it: on a large
+/// checkout the look (the index read whole, one `lstat` a file) takes as long as the start
+/// itself. It is said as soon as it is done (with the start, while the base is tested, or
+/// with the first line after), and at the latest before the report.
 #[derive(Default)]
 pub struct Pending(Option<Notice>);
-
-impl Drop for Pending {
-    /// A look never said is let go on, to end on its own.
-    fn drop(&mut self) {
-        if self.0.is_some() {
-            crate::workspace::start_is_over();
-        }
-    }
-}
 
 impl Pending {
     /// The look `notice`, to be said when it is done.
@@ -297,7 +288,6 @@ impl Pending {
         if !wait && !self.0.as_ref().is_some_and(|look| look.is_finished()) {
             return;
         }
-        crate::workspace::start_is_over();
         if let Some(line) = self.0.take().and_then(|look| look.join().ok().flatten()) {
             progress(&line);
         }

@@ -10,11 +10,10 @@ use std::cell::RefCell;
 use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 
-/// Whether the run's start is over: its base tested (or no test to wait for). Work in the
-/// background that nothing before the first request needs (the pooled tree made exact, the
-/// look at the user's checkout) waits for it: on two cores, each took its share of the CPU
-/// from the base's test, which the first request waits for. Whatever waits for such work
-/// opens the gate first, so nothing waits for itself.
+/// Whether the run's start is over: its base tested (or no test to wait for). The pooled tree
+/// made exact, which nothing before the first request needs, waits for it: on two cores it
+/// took its share of the CPU from the base's test, which the first request waits for.
+/// Whatever waits for the tree opens the gate first, so nothing waits for itself.
 static START: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
 /// Lets the work that waits for the start's end go on. Once open, it stays open.
