@@ -210,7 +210,9 @@ impl<'f> Ranking<'f> {
             .filter(|(f, _)| !self.keys.contains_key(f))
             .map(|&(f, lang)| (key(f, &tiers, &self.late), f, lang))
             .collect();
-        rest.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        // Each path once, so no two compare equal: a sort in place gives the same order, without
+        // the stable sort's buffer of half the list (4.8 MiB at 100,000 files).
+        rest.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
         self.candidates(rest)
     }
 
