@@ -30,8 +30,9 @@ impl Snapshot {
     }
 }
 
-/// A file's identity and the times of its last change, as `lstat` gives them: a write or a
-/// rename in its place moves its change time, which no process can set back.
+/// A file's identity and the times of its last change, as `lstat` gives them: a `write` to it
+/// or a rename in its place moves its change time, which no process can set back (a write
+/// through a mapping of it need not, which is why only a sealed git dir trusts it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct FileStamp {
     dev: u64,
