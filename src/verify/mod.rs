@@ -951,7 +951,6 @@ impl<'a> TreeTester<'a> {
             && !self.uses_build_cache()
             && self.setup.sandbox.allowed_writes().is_empty()
             && self.setup.sandbox.mounts_overlays()
-            && self.setup.sandbox.confines()
     }
 
     /// Whether the test command may build into `CARGO_TARGET_DIR`.
