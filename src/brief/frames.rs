@@ -60,6 +60,11 @@ impl<'a> RepoFiles<'a> {
         RepoFiles { all, by_name }
     }
 
+    /// Every tracked path, sorted.
+    pub(crate) fn all(&self) -> &[&'a str] {
+        &self.all
+    }
+
     /// The tracked path equal to `path`.
     pub(crate) fn get(&self, path: &str) -> Option<&'a str> {
         self.all.binary_search(&path).ok().map(|at| self.all[at])

@@ -23,13 +23,12 @@ pub fn repo_map(
     focus: &Focus,
     max_tokens: usize,
 ) -> String {
-    map_in(files, &RepoFiles::new(files), read, focus, max_tokens)
+    map_in(&RepoFiles::new(files), read, focus, max_tokens)
 }
 
 /// `repo_map`, with the files' index (`RepoFiles`) made once for the whole brief.
-pub(crate) fn map_in<'f>(
-    files: &'f [String],
-    repo: &RepoFiles<'f>,
+pub(crate) fn map_in(
+    repo: &RepoFiles,
     read: &dyn Fn(&str) -> Option<String>,
     focus: &Focus,
     max_tokens: usize,
@@ -38,7 +37,7 @@ pub(crate) fn map_in<'f>(
         return String::new();
     }
     let budget = max_tokens.saturating_mul(BYTES_PER_TOKEN);
-    let mut ranking = Ranking::new(files, repo, read, focus);
+    let mut ranking = Ranking::new(repo, read, focus);
     let total = ranking.len();
     let focused = ranking.focused();
     // The rest is ranked only if the map gets past the focused files.

@@ -91,7 +91,7 @@ impl Brief {
         }
         if self.map_tokens > 0 {
             let focus = Focus::of(initial, &repo);
-            let map = map::map_in(&files, &repo, &self.read, &focus, self.map_tokens);
+            let map = map::map_in(&repo, &self.read, &focus, self.map_tokens);
             if !map.is_empty() {
                 sections.push(format!(
                     "A map of the repository's source files and their definitions (line \

@@ -108,55 +108,59 @@ pub(crate) struct Candidate<'f> {
     pub text: Option<String>,
 }
 
-/// Rank key: tier first (0 traced, 1 imported, 2 defines names, 3 rest, 4 tests), then order.
-type Key = (u8, i64, usize);
+/// Rank key: tier first (0 traced, 1 imported, 2 defines names, 3 rest, 4 tests), then order,
+/// then depth. Twelve bytes: the rest of a large repository is a list of these.
+type Key = (u8, i32, u32);
 
 /// The source files of a map in rank order, in two parts: the files the failure is about,
 /// found by reading a few files; then the rest, whose ranking reads the files nearest the
 /// failure (up to a budget) and is only worth it when the map gets that far.
-pub(crate) struct Ranking<'f> {
-    sources: Vec<(&'f str, Lang)>,
+///
+/// Files are held as places in the repository's sorted paths (`RepoFiles::all`), four bytes
+/// each: on 100,000 files, lists of pairs of slices and languages, and a candidate made for
+/// every file to show a few hundred, held 10 MiB while the brief was written.
+pub(crate) struct Ranking<'r, 'f> {
+    all: &'r [&'f str],
+    /// The files the map may show, as places in `all` (so in path order).
+    sources: Vec<u32>,
     keys: HashMap<&'f str, Key>,
     texts: HashMap<&'f str, String>,
     /// The failing tests' files, then the traced ones: the test files shown first.
     late: Vec<&'f str>,
 }
 
-impl<'f> Ranking<'f> {
+impl<'r, 'f> Ranking<'r, 'f> {
     /// Ranks the traced files and what they and the failing tests import.
     pub(crate) fn new(
-        files: &'f [String],
-        repo: &RepoFiles<'f>,
+        repo: &'r RepoFiles<'f>,
         read: &dyn Fn(&str) -> Option<String>,
         focus: &Focus,
     ) -> Self {
-        let sources: Vec<(&str, Lang)> = files
-            .iter()
-            .filter(|f| !vendored(f))
-            .filter_map(|f| Some((f.as_str(), Lang::of(f)?)))
+        let all = repo.all();
+        // More files than a u32 counts are not shown.
+        let count = u32::try_from(all.len()).unwrap_or(u32::MAX);
+        let sources: Vec<u32> = (0..count)
+            .filter(|&at| is_source(all[at as usize]))
             .collect();
-        // A source file among the repository's, found in its sorted index: a set of every
-        // source's name cost 3.5 MiB at 100,000 files, for the few names a failure traced.
-        let pick = |f: &String| {
-            repo.get(f)
-                .filter(|f| !vendored(f) && Lang::of(f).is_some())
-        };
+        // A source file among the repository's, found in its sorted index.
+        let pick = |f: &String| repo.get(f).filter(|f| is_source(f));
         let traced: Vec<&str> = focus.traced.iter().filter_map(pick).collect();
         let tests: Vec<&str> = focus.tests.iter().filter_map(pick).collect();
         let mut texts: HashMap<&str, String> = HashMap::new();
         let mut keys: HashMap<&str, Key> = HashMap::new();
         let importers: Vec<&str> = traced.iter().chain(&tests).copied().collect();
-        let imported = imports_of(&importers, repo, &sources, read, &mut texts);
+        let imported = imports_of(&importers, repo, read, &mut texts);
         let focused = traced
             .iter()
             .map(|f| (0, f))
             .chain(imported.iter().map(|f| (1, f)));
         for (i, (tier, file)) in focused.enumerate() {
             if !is_test_path(file) {
-                keys.entry(file).or_insert((tier, i as i64, 0));
+                keys.entry(file).or_insert((tier, order(i), 0));
             }
         }
         Ranking {
+            all,
             late: tests.iter().chain(&traced).copied().collect(),
             sources,
             keys,
@@ -171,72 +175,93 @@ impl<'f> Ranking<'f> {
 
     /// The files the failure is about, best first.
     pub(crate) fn focused(&mut self) -> Vec<Candidate<'f>> {
-        let mut focused: Vec<(Key, &str, Lang)> = self
+        let all = self.all;
+        let mut focused: Vec<(Key, u32)> = self
             .sources
             .iter()
-            .filter_map(|&(f, lang)| Some((*self.keys.get(f)?, f, lang)))
+            .filter_map(|&at| Some((*self.keys.get(all[at as usize])?, at)))
             .collect();
-        focused.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        self.candidates(focused)
+        focused.sort_unstable();
+        let texts = &mut self.texts;
+        focused
+            .into_iter()
+            .filter_map(|(_, at)| candidate(all[at as usize], texts))
+            .collect()
     }
 
-    /// Every other file, best first: files defining `names` before the rest, tests last.
+    /// Every other file, best first: files defining `names` before the rest, tests last. Each
+    /// is made a candidate only as the map reaches it.
     pub(crate) fn rest(
         mut self,
         names: &[String],
         read: &dyn Fn(&str) -> Option<String>,
-    ) -> Vec<Candidate<'f>> {
-        let unranked: Vec<&str> = self
-            .sources
-            .iter()
-            .map(|(f, _)| *f)
-            .filter(|f| !self.keys.contains_key(f) && !is_test_path(f))
-            .collect();
+    ) -> impl Iterator<Item = Candidate<'f>> + use<'r, 'f> {
+        let all = self.all;
         let found = match names.is_empty() {
             true => Vec::new(),
             false => {
+                let unranked: Vec<u32> = self
+                    .sources
+                    .iter()
+                    .copied()
+                    .filter(|&at| {
+                        let f = all[at as usize];
+                        !self.keys.contains_key(f) && !is_test_path(f)
+                    })
+                    .collect();
                 let anchors: Vec<&str> = self.keys.keys().chain(&self.late).copied().collect();
-                let nearest = nearest_first(unranked, &anchors);
+                let nearest = nearest_first(&unranked, all, &anchors, DEFINING_FILES);
+                drop(unranked);
                 defining(&nearest, names, read, &mut self.texts)
             }
         };
         let mut tiers: HashMap<&str, Key> = HashMap::new();
         for (file, count) in found {
-            tiers.insert(file, (2, -(count as i64), 0));
+            tiers.insert(file, (2, -order(count), 0));
         }
-        let mut rest: Vec<(Key, &str, Lang)> = self
+        let mut rest: Vec<(Key, u32)> = self
             .sources
             .iter()
-            .filter(|(f, _)| !self.keys.contains_key(f))
-            .map(|&(f, lang)| (key(f, &tiers, &self.late), f, lang))
+            .filter(|&&at| !self.keys.contains_key(all[at as usize]))
+            .map(|&at| (key(all[at as usize], &tiers, &self.late), at))
             .collect();
-        // Each path once, so no two compare equal: a sort in place gives the same order, without
-        // the stable sort's buffer of half the list (4.8 MiB at 100,000 files).
-        rest.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        self.candidates(rest)
+        drop(self.sources);
+        // Places in `all` follow the paths' order, so this is by key, then path.
+        rest.sort_unstable();
+        let mut texts = self.texts;
+        rest.into_iter()
+            .filter_map(move |(_, at)| candidate(all[at as usize], &mut texts))
     }
+}
 
-    fn candidates(&mut self, ranked: Vec<(Key, &'f str, Lang)>) -> Vec<Candidate<'f>> {
-        ranked
-            .into_iter()
-            .map(|(_, path, lang)| Candidate {
-                path,
-                lang,
-                text: self.texts.remove(path),
-            })
-            .collect()
-    }
+/// `path` as the map's candidate, with its text if ranking read it.
+fn candidate<'f>(path: &'f str, texts: &mut HashMap<&'f str, String>) -> Option<Candidate<'f>> {
+    Some(Candidate {
+        path,
+        lang: Lang::of(path)?,
+        text: texts.remove(path),
+    })
+}
+
+/// A file the map may show: source, not vendored.
+fn is_source(path: &str) -> bool {
+    !vendored(path) && Lang::of(path).is_some()
+}
+
+/// A count or a place as a key's order.
+fn order(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }
 
 /// A file's key: test files go last (the failing ones first), the rest by depth then path.
 fn key(file: &str, keys: &HashMap<&str, Key>, failing_tests: &[&str]) -> Key {
-    let depth = file.matches('/').count();
+    let depth = u32::try_from(file.matches('/').count()).unwrap_or(u32::MAX);
     if !is_test_path(file) {
         return keys.get(file).copied().unwrap_or((3, 0, depth));
     }
     match failing_tests.iter().position(|t| *t == file) {
-        Some(i) => (4, i as i64, 0),
-        None => (4, i64::MAX, depth),
+        Some(i) => (4, order(i), 0),
+        None => (4, i32::MAX, depth),
     }
 }
 
@@ -246,31 +271,53 @@ fn key(file: &str, keys: &HashMap<&str, Key>, failing_tests: &[&str]) -> Key {
 const DEFINING_BYTES: usize = 16 << 20;
 pub(super) const DEFINING_FILES: usize = 5_000;
 
-/// `files` with those in the folder of one of `anchors` first (the files the failure is
-/// about), then those sharing the most folders with one, then the rest, each part in the
-/// order it came: what a search that must stop somewhere reads first.
-fn nearest_first<'f>(files: Vec<&'f str>, anchors: &[&str]) -> Vec<&'f str> {
+/// The first `limit` of `files` (places in `all`) with those in the folder of one of
+/// `anchors` first (the files the failure is about), then those sharing the most folders with
+/// one, then the rest, each part in the order it came: what a search that must stop somewhere
+/// reads first.
+fn nearest_first<'f>(
+    files: &[u32],
+    all: &[&'f str],
+    anchors: &[&str],
+    limit: usize,
+) -> Vec<&'f str> {
     let own: HashSet<&str> = anchors.iter().map(|a| folder_of(a)).collect();
     // Each folder above an anchor, with how many folders deep it is.
-    let mut shared: HashMap<&str, usize> = HashMap::new();
+    let mut shared: HashMap<&str, u32> = HashMap::new();
     for anchor in anchors {
         for (i, _) in anchor.match_indices('/') {
             let folder = &anchor[..i];
-            shared.insert(folder, folder.matches('/').count() + 1);
+            let depth = u32::try_from(folder.matches('/').count() + 1).unwrap_or(u32::MAX);
+            shared.insert(folder, depth);
         }
     }
-    let nearness = |file: &str| -> (bool, usize) {
+    let nearness = |file: &str| -> (bool, u32) {
         let depth = file
             .rmatch_indices('/')
             .find_map(|(i, _)| shared.get(&file[..i]).copied())
             .unwrap_or(0);
         (own.contains(folder_of(file)), depth)
     };
-    let mut ranked: Vec<((bool, usize), &str)> =
-        files.into_iter().map(|f| (nearness(f), f)).collect();
-    // Stable: files equally near keep their order.
-    ranked.sort_by_key(|&(near, _)| std::cmp::Reverse(near));
-    ranked.into_iter().map(|(_, f)| f).collect()
+    // Nearest first, then by where each came: twelve bytes a file, and only the first `limit`
+    // of them sorted.
+    let mut ranked: Vec<(std::cmp::Reverse<(bool, u32)>, u32)> = (0..files.len())
+        .map(|i| {
+            let near = nearness(all[files[i] as usize]);
+            (
+                std::cmp::Reverse(near),
+                u32::try_from(i).unwrap_or(u32::MAX),
+            )
+        })
+        .collect();
+    if ranked.len() > limit {
+        ranked.select_nth_unstable(limit);
+        ranked.truncate(limit);
+    }
+    ranked.sort_unstable();
+    ranked
+        .into_iter()
+        .map(|(_, i)| all[files[i as usize] as usize])
+        .collect()
 }
 
 /// The folder `path` is in; "" at the root.
@@ -317,7 +364,7 @@ fn defining<'f>(
 }
 
 /// Third-party code kept in the repository: never what a failure is about.
-fn vendored(path: &str) -> bool {
+pub(super) fn vendored(path: &str) -> bool {
     let dirs = path.split('/').rev().skip(1);
     dirs.into_iter().any(|d| {
         matches!(
@@ -356,7 +403,6 @@ fn distinct_matches(pattern: &Regex, text: &str) -> usize {
 fn imports_of<'f>(
     importers: &[&'f str],
     repo: &RepoFiles<'f>,
-    sources: &[(&'f str, Lang)],
     read: &dyn Fn(&str) -> Option<String>,
     texts: &mut HashMap<&'f str, String>,
 ) -> Vec<&'f str> {
@@ -366,7 +412,7 @@ fn imports_of<'f>(
         let Some(lang) = Lang::of(importer) else {
             continue;
         };
-        let wanted = super::imports::imported(importer, lang, &text, repo, sources);
+        let wanted = super::imports::imported(importer, lang, &text, repo);
         texts.insert(importer, text);
         for file in wanted {
             if !found.contains(&file) && !importers.contains(&file) {
@@ -391,8 +437,9 @@ mod tests {
             "helpers.py",
             "lib/util/deep/w.py",
         ];
+        let places: Vec<u32> = (0..5).collect();
         assert_eq!(
-            nearest_first(files, &anchors),
+            nearest_first(&places, &files, &anchors, 5),
             [
                 "lib/util/y.py",
                 "helpers.py",
@@ -400,6 +447,11 @@ mod tests {
                 "lib/other/z.py",
                 "docs/a.py"
             ]
+        );
+        // Cut short, the same order as far as it goes.
+        assert_eq!(
+            nearest_first(&places, &files, &anchors, 3),
+            ["lib/util/y.py", "helpers.py", "lib/util/deep/w.py"]
         );
     }
 }
