@@ -250,8 +250,10 @@ fn signs() -> &'static Signs {
         Signs {
             missing_module: re(r#"No module named '?([A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_])"#),
             node_missing: re(r#"Cannot find (?:module|package) '([^']+)'"#),
+            // getaddrinfo's codes are ASCII (`ENOTFOUND`): a Unicode `\w` class here took 1 MiB
+            // of memory.
             host: re(concat!(
-                r#"host='([^']+)'|Failed to resolve '([^']+)'|getaddrinfo \w+ ([^\s:'"]+)"#,
+                r#"host='([^']+)'|Failed to resolve '([^']+)'|getaddrinfo (?-u:\w)+ ([^\s:'"]+)"#,
                 r#"|Could not resolve host: ([^\s'"]+)|lookup ([^\s:]+)"#
             )),
             file_line: re(r#"File "([^"]+)", line \d+"#),
