@@ -43,7 +43,9 @@ pub fn read_kept(path: &Path, largest: u64) -> Option<Vec<u8>> {
     if !meta.is_file() || meta.len() > largest {
         return None;
     }
-    let mut bytes = Vec::new();
+    // Made at the file's size (and a byte to see its end): grown as it is read, the buffer
+    // doubled past it.
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).ok()?.saturating_add(1));
     opened.take(largest).read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }

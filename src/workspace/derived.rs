@@ -72,10 +72,12 @@ fn file_of(common: &Path, kind: &str) -> PathBuf {
 /// What was kept of `kind` under `key`, if that is the key it was kept under. Only a regular
 /// file of a sane size is read (no link, pipe or device).
 pub fn read(common: &Path, kind: &str, key: Key) -> Option<Vec<u8>> {
-    let bytes = crate::files::read_kept(&file_of(common, kind), 64 << 20)?;
+    let mut bytes = crate::files::read_kept(&file_of(common, kind), 64 << 20)?;
     let rest = bytes.strip_prefix(MAGIC)?;
-    let rest = rest.strip_prefix(key.text().as_bytes())?;
-    Some(rest.to_vec())
+    rest.strip_prefix(key.text().as_bytes())?;
+    // Cut off in place: a copy held the file twice (2.5 MiB of paths at 100,000 files).
+    bytes.drain(..MAGIC.len() + key.text().len());
+    Some(bytes)
 }
 
 /// What is to be kept, before `open`: the common dir, the key, and the kind and value (see

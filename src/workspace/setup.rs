@@ -105,61 +105,83 @@ pub fn check_branch_free(repo: &Repository, name: &str) -> Result<(), SetupError
 /// Every file path of a commit's tree, `/`-separated, and a reader for their text.
 pub fn tree_files(repo: &Repository, commit: Oid) -> Result<Vec<String>, SetupError> {
     let tree = repo.find_commit(commit)?.tree()?;
-    Ok(blob_paths(repo, &tree)?
-        .into_iter()
-        .map(|(path, _)| path)
-        .collect())
+    Ok(blob_paths(repo, &tree, Blobs::All)?)
 }
 
 /// The kind of what is kept of the file paths of a tree (`derived`): the base's, which the
 /// next run lists first, for its test plan and again for its brief.
 const BLOB_PATHS: &str = "files";
 
-/// The path of every blob of `tree`, `/`-separated, and whether it is a regular file (not a
-/// link); as the last process kept them for the same tree where it did, else from a walk of
-/// every folder (a tenth of a second at 100,000 files), then kept. A path that is not UTF-8
-/// cannot be named as text: it is left out, and walked past.
-fn blob_paths(repo: &Repository, tree: &git2::Tree) -> Result<Vec<(String, bool)>, git2::Error> {
+/// Which blobs `blob_paths` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blobs {
+    All,
+    /// Regular files, not links.
+    Regular,
+}
+
+/// The path of every blob of `tree` (or of its regular files), `/`-separated; as the last
+/// process kept them for the same tree where it did, else from a walk of every folder (a tenth
+/// of a second at 100,000 files), then kept. A path that is not UTF-8 cannot be named as text:
+/// it is left out, and walked past. The list is made at its size: on 100,000 files, the list
+/// of pairs it was made from held 4 MiB beside it.
+fn blob_paths(
+    repo: &Repository,
+    tree: &git2::Tree,
+    which: Blobs,
+) -> Result<Vec<String>, git2::Error> {
     let key = super::derived::Key::of(&[BLOB_PATHS.as_bytes(), tree.id().as_bytes()]);
     let common = repo.commondir();
     if let Some(paths) =
-        super::derived::read(common, BLOB_PATHS, key).and_then(|b| decode_blob_paths(&b))
+        super::derived::read(common, BLOB_PATHS, key).and_then(|b| decode_blob_paths(&b, which))
     {
         return Ok(paths);
     }
     let mut paths = Vec::new();
+    let mut kept = Vec::new();
     super::entries::each_entry(repo, tree, &mut |dir, entry| {
         if entry.kind() == Some(git2::ObjectType::Blob) {
             if let Some(path) = super::entries::entry_path(dir, entry).to_str() {
-                paths.push((path.to_string(), is_regular(entry.filemode())));
+                let regular = is_regular(entry.filemode());
+                let kind: &[u8] = if regular { b"r" } else { b"o" };
+                super::derived::push_part(&mut kept, &[kind, path.as_bytes()]);
+                if regular || which == Blobs::All {
+                    paths.push(path.to_string());
+                }
             }
         }
         true
     })?;
-    let mut kept = Vec::with_capacity(paths.iter().map(|(p, _)| p.len() + 2).sum());
-    for (path, regular) in &paths {
-        let kind: &[u8] = if *regular { b"r" } else { b"o" };
-        super::derived::push_part(&mut kept, &[kind, path.as_bytes()]);
-    }
     super::derived::write(common, BLOB_PATHS, key, &kept);
+    paths.shrink_to_fit();
     Ok(paths)
 }
 
-/// The paths `blob_paths` kept: each its kind's letter and its text, a part
-/// (`derived::push_part`). None for anything else.
-fn decode_blob_paths(bytes: &[u8]) -> Option<Vec<(String, bool)>> {
-    super::derived::split_parts(bytes)?
-        .into_iter()
-        .map(|entry| {
-            let (kind, path) = entry.split_first()?;
-            let path = std::str::from_utf8(path).ok()?.to_string();
-            match kind {
-                b'r' => Some((path, true)),
-                b'o' => Some((path, false)),
-                _ => None,
-            }
-        })
-        .collect()
+/// The paths `blob_paths` kept (each its kind's letter and its text, a part:
+/// `derived::push_part`) that `which` asks for. None for anything else.
+fn decode_blob_paths(bytes: &[u8], which: Blobs) -> Option<Vec<String>> {
+    if bytes.is_empty() {
+        return Some(Vec::new());
+    }
+    let parts = || bytes.strip_suffix(&[0]).map(|b| b.split(|b| *b == 0));
+    let wanted = |kind: u8| kind == b'r' || which == Blobs::All;
+    // Checked whole first, and counted, so that the list is made at its size.
+    let mut count = 0;
+    for part in parts()? {
+        let (&kind, path) = part.split_first()?;
+        if !matches!(kind, b'r' | b'o') || std::str::from_utf8(path).is_err() {
+            return None;
+        }
+        count += usize::from(wanted(kind));
+    }
+    let mut paths = Vec::with_capacity(count);
+    for part in parts()? {
+        let (&kind, path) = part.split_first()?;
+        if wanted(kind) {
+            paths.push(std::str::from_utf8(path).ok()?.to_string());
+        }
+    }
+    Some(paths)
 }
 
 /// A lister of the regular files of a commit and a reader of their text, for what the model is
@@ -178,11 +200,7 @@ pub fn base_reader(
         let Ok(tree) = lister.find_tree(tree_id) else {
             return Vec::new();
         };
-        let paths = blob_paths(&lister, &tree).unwrap_or_default();
-        paths
-            .into_iter()
-            .filter_map(|(path, regular)| regular.then_some(path))
-            .collect()
+        blob_paths(&lister, &tree, Blobs::Regular).unwrap_or_default()
     };
     let files = TreeFiles::new(own, tree_id);
     let read = move |path: &str| files.read(path);
@@ -517,8 +535,18 @@ mod tests {
         );
         let (list, _) = base_reader(&repo, with_link).unwrap();
         assert_eq!(list(), ["calc.py", "run.sh", "tests/test_calc.py"]);
-        assert_eq!(decode_blob_paths(b"xcalc.py\0"), None);
-        assert_eq!(decode_blob_paths(b"rcalc.py"), None);
+        assert_eq!(decode_blob_paths(b"xcalc.py\0", Blobs::All), None);
+        assert_eq!(decode_blob_paths(b"rcalc.py", Blobs::All), None);
+        assert_eq!(decode_blob_paths(b"r\xffcalc.py\0", Blobs::Regular), None);
+        let kept = b"rcalc.py\0orun.sh\0";
+        assert_eq!(
+            decode_blob_paths(kept, Blobs::All).unwrap(),
+            ["calc.py", "run.sh"]
+        );
+        assert_eq!(
+            decode_blob_paths(kept, Blobs::Regular).unwrap(),
+            ["calc.py"]
+        );
     }
 
     fn repo_with_commit(dir: &Path) -> (Repository, Oid) {
