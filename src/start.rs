@@ -368,7 +368,12 @@ pub(crate) fn look_at_uncommitted(git_dir: &Path) -> crate::run::Notice {
     std::thread::spawn(move || {
         // A thread's nice value is its own on Linux; raising it needs no privilege.
         let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
-        uncommitted_line(&git_dir)
+        let line = {
+            let _one = crate::memory::one_index_at_a_time();
+            uncommitted_line(&git_dir)
+        };
+        crate::memory::give_back();
+        line
     })
 }
 

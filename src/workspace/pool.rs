@@ -175,8 +175,12 @@ fn fill_apart(
             // It yields to the base's test and the brief, which the first request waits for.
             let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
             super::ready::after_the_start();
+            let _one = crate::memory::one_index_at_a_time();
             let repo = Repository::open(&common_there)?;
-            reuse_exact(&repo, k, &branch_there).map(drop)
+            let taken = reuse_exact(&repo, k, &branch_there).map(drop);
+            drop(repo);
+            crate::memory::give_back();
+            taken
         });
     let Ok(going) = going else {
         return Ok((fill(repo, k, branch)?, Readiness::ready()));
