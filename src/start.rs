@@ -100,6 +100,13 @@ pub fn plan_fix(
         .then(|| look_at_uncommitted(repo.path()));
     let flags = request.flags.clone();
     let settings = settings_at(&repo, base.id, flags)?;
+    // A model that cannot be used as configured (no key, a bad name) is said before the clean
+    // room starts a checkout: a plan that ends in an error waits for that (seconds on a large
+    // repository's first run).
+    if model.is_none() {
+        let (spec, options) = configured_model(&settings, &request)?;
+        crate::model::check_credentials(&spec, &options).map_err(usage)?;
+    }
     // Where a test run will come, the clean room is made ready meanwhile.
     let ahead = || -> Result<RoomAhead, PrepareError> {
         let tree = repo
@@ -411,6 +418,16 @@ fn open_configured_model(
     settings: &Settings,
     request: &FixRequest,
 ) -> Result<(Box<dyn Model>, Reasoning), PrepareError> {
+    let (spec, options) = configured_model(settings, request)?;
+    let model = open_model(&spec, &options).map_err(PrepareError::Invalid)?;
+    Ok((model, options.reasoning))
+}
+
+/// The model the settings name, and how it is to be asked; nothing is opened.
+fn configured_model(
+    settings: &Settings,
+    request: &FixRequest,
+) -> Result<(ModelSpec, ModelOptions), PrepareError> {
     let usage = PrepareError::Invalid;
     let spec = match ModelSpec::parse(&model_spec(settings)?).map_err(usage)? {
         // A directory of scripts, one per attempt: one run takes the first.
@@ -441,8 +458,7 @@ fn open_configured_model(
         reasoning: Reasoning::settle(&spec, settings.thinking, settings.reasoning_effort)
             .map_err(usage)?,
     };
-    let model = open_model(&spec, &options).map_err(usage)?;
-    Ok((model, options.reasoning))
+    Ok((spec, options))
 }
 
 /// The model spec the settings name.

@@ -548,3 +548,31 @@ fn remembered_python_facts_stand_until_where_python3_imports_from_moves() {
     );
     assert_ne!(now["stamp"], first["stamp"]);
 }
+
+#[test]
+fn a_missing_key_is_said_before_the_clean_room_is_touched() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    let tmp = tempfile::tempdir().unwrap();
+    for model in ["anthropic:claude-sonnet-4-5", "openai:gpt-5"] {
+        let out = env
+            .agent_cmd(&repo, &["fix", "--model", model])
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 2, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("_API_KEY is not set"),
+            "{}",
+            stderr(&out)
+        );
+        // The run had not started a clean room's checkout, which an error waits for.
+        let rooms: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("agent-git-room"))
+            .collect();
+        assert!(rooms.is_empty(), "{model}: {rooms:?}");
+    }
+    assert!(!env.git(&repo, &["branch"]).contains("agent/"));
+}

@@ -26,7 +26,7 @@ pub use responses::Responses;
 pub use responses_stream::ResponsesStream;
 pub use retry::RetryPolicy;
 pub use scripted::ScriptedModel;
-pub use spec::{open_model, ModelOptions, ModelSpec};
+pub use spec::{check_credentials, open_model, ModelOptions, ModelSpec};
 pub use stream::{
     read_stream, AnthropicStream, Assembler, OpenAiStream, StreamError, StreamFailure,
 };

@@ -224,6 +224,16 @@ fn openai_provider(
     Ok(Box::new(provider))
 }
 
+/// Whether what `spec` needs from the environment is there (an API key, where its provider
+/// wants one), without opening it: an HTTP client takes some milliseconds to make, and a run
+/// asks this before it starts work that a plan ending in an error would wait for.
+pub fn check_credentials(spec: &ModelSpec, options: &ModelOptions) -> Result<(), String> {
+    match spec {
+        ModelSpec::Script(_) | ModelSpec::Replay(_) => Ok(()),
+        _ => provider_for(spec, options, &crate::secrets::var).map(drop),
+    }
+}
+
 /// The model `spec` names, ready to answer; an error says why it cannot be used (an unreadable
 /// script, a token limit it cannot take, a recording asked of a script).
 pub fn open_model(spec: &ModelSpec, options: &ModelOptions) -> Result<Box<dyn Model>, String> {
