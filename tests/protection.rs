@@ -340,3 +340,62 @@ fn a_protected_entry_a_command_only_marks_in_the_index_is_put_back() {
     let files = env.git(&repo, &["ls-tree", "-r", "--name-only", "agent/marked"]);
     assert!(!files.contains("pytest.ini"), "{files}");
 }
+
+/// On a repository large enough for a command's status to be taken in two parts (10,000 index
+/// entries), after a command that changed nothing: a protected file changed deep in one part, a
+/// folder gone from the other and a new file are all seen, the first put back, the rest
+/// committed.
+#[test]
+fn a_status_taken_in_parts_sees_every_change_a_command_made() {
+    let env = TestEnv::new();
+    let mut files: Vec<(String, String)> = vec![
+        ("calc.py".into(), CALC.into()),
+        ("test_calc.py".into(), TEST_CALC.into()),
+        (
+            "pkg/tests/test_core.py".into(),
+            "def test_core():\n    pass\n".into(),
+        ),
+    ];
+    files.extend((0..10_000).map(|i| {
+        (
+            format!("pkg/m{:02}/f{i:05}.py", i / 200),
+            format!("x = {i}\n"),
+        )
+    }));
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let repo = env.repo("large", &refs);
+    let command = |id: &str, line: &str| tool(id, "run_command", json!({ "command": line }));
+    let run = env.fix_scripted(
+        &repo,
+        "agent/parts",
+        json!([
+            calls("Look.", vec![command("a", "true")]),
+            calls(
+                "Change things.",
+                vec![command(
+                    "b",
+                    "echo 'assert True' >> pkg/tests/test_core.py && rm -r pkg/m49 \
+                     && echo 'y = 1' > pkg/m00/new.py"
+                )]
+            ),
+            end_turn("Done."),
+        ]),
+        &[],
+    );
+    let said = run.stderr();
+    let results = results(&run, 4);
+    let changed = results[0]["content"].as_str().unwrap();
+    assert!(
+        changed
+            .contains("changed protected test files (pkg/tests/test_core.py); they were put back"),
+        "{changed}\n{said}"
+    );
+    let files = env.git(&repo, &["ls-tree", "-r", "--name-only", "agent/parts"]);
+    assert!(files.contains("pkg/m00/new.py"), "{said}");
+    assert!(!files.contains("pkg/m49/"), "{said}");
+    let test = env.git(&repo, &["show", "agent/parts:pkg/tests/test_core.py"]);
+    assert!(!test.contains("assert True"), "{test}");
+}
