@@ -407,12 +407,12 @@ const PARTED_STATUS_ENTRIES: usize = 10_000;
 const PARTED_STATUS_DEPTH: usize = 4;
 
 /// Two lists of paths of `workdir` (relative) that together name every path a status can report
-/// there: the entries of the root; where all of the root's entries but one folder (`src/`,
-/// `pkg/`) are files, that folder's entries in its place; and so down to the first folder
-/// holding two folders or more. A folder's entries are those on disk and those `tree` (what the
-/// index names) has there, so that what is gone from disk is still named. None where no such
-/// folder is found by `PARTED_STATUS_DEPTH`, where a folder cannot be read, or where a name
-/// holds a byte a pathspec could read as other than itself.
+/// there: the entries of the root; where the root holds one folder of tracked files (`src/`,
+/// `pkg/`), that folder's entries in its place; and so down to the first folder holding two
+/// such folders or more. A folder's entries are those on disk and those `tree` (what the index
+/// names) has there, so that what is gone from disk is still named. None where no such folder
+/// is found by `PARTED_STATUS_DEPTH`, where a folder cannot be read, or where a name holds a
+/// byte a pathspec could read as other than itself.
 fn status_parts(
     repo: &git2::Repository,
     workdir: &Path,
@@ -427,7 +427,27 @@ fn status_parts(
     let mut names: Vec<PathBuf> = Vec::new();
     let mut level = PathBuf::new();
     for _ in 0..PARTED_STATUS_DEPTH {
+        let held = match level.as_os_str().is_empty() {
+            true => Some(tree.clone()),
+            false => tree
+                .get_path(&level)
+                .ok()
+                .and_then(|entry| entry.to_object(repo).ok()?.into_tree().ok()),
+        };
         let mut here: Vec<PathBuf> = Vec::new();
+        let mut tracked_folders: Vec<Vec<u8>> = Vec::new();
+        for entry in held.iter().flat_map(|t| t.iter()) {
+            let name = entry.name_bytes();
+            if !plain(name) {
+                return None;
+            }
+            if entry.kind() == Some(git2::ObjectType::Tree) {
+                tracked_folders.push(name.to_vec());
+            }
+            here.push(level.join(std::ffi::OsStr::from_bytes(name)));
+        }
+        // The folders a status goes into that hold tracked files: those with the most to look
+        // at (an ignored `node_modules` beside `src/` parts nothing).
         let mut folders: Vec<PathBuf> = Vec::new();
         for entry in std::fs::read_dir(workdir.join(&level)).ok()? {
             let entry = entry.ok()?;
@@ -439,23 +459,13 @@ fn status_parts(
                 return None;
             }
             // A link to a folder is an entry of its own, not a folder a status goes into.
-            if entry.file_type().ok()?.is_dir() {
+            let tracked = tracked_folders
+                .iter()
+                .any(|t| t.as_slice() == name.as_bytes());
+            if tracked && entry.file_type().ok()?.is_dir() {
                 folders.push(level.join(&name));
             }
             here.push(level.join(&name));
-        }
-        let held = match level.as_os_str().is_empty() {
-            true => Some(tree.clone()),
-            false => tree
-                .get_path(&level)
-                .ok()
-                .and_then(|entry| entry.to_object(repo).ok()?.into_tree().ok()),
-        };
-        for entry in held.iter().flat_map(|t| t.iter()) {
-            if !plain(entry.name_bytes()) {
-                return None;
-            }
-            here.push(level.join(std::ffi::OsStr::from_bytes(entry.name_bytes())));
         }
         here.sort();
         here.dedup();
@@ -532,7 +542,7 @@ mod tests {
     fn packaged(dir: &Path) -> (git2::Repository, git2::Oid) {
         let repo = git2::Repository::init(dir).unwrap();
         let files = [
-            (".gitignore", "build/\n*.log\n"),
+            (".gitignore", "build/\n*.log\nnode_modules/\n"),
             ("setup.py", "x\n"),
             ("gone.txt", "x\n"),
             ("pkg/__init__.py", "x\n"),
@@ -577,6 +587,8 @@ mod tests {
         fs::write(root.join("pkg/build/out.o"), "o\n").unwrap();
         fs::write(root.join("pkg/run.log"), "log\n").unwrap();
         fs::write(root.join("notes.txt"), "n\n").unwrap();
+        fs::create_dir_all(root.join("node_modules/lib")).unwrap();
+        fs::write(root.join("node_modules/lib/x.js"), "x\n").unwrap();
         fs::remove_file(root.join("pkg/a/y.py")).unwrap();
         fs::create_dir(root.join("pkg/a/y.py")).unwrap();
         fs::write(root.join("pkg/a/y.py/inner.py"), "i\n").unwrap();
@@ -586,7 +598,8 @@ mod tests {
         let tree = repo.find_tree(tree).unwrap();
         let parts = status_parts(&repo, root, &tree).expect("parts");
         assert!(parts.iter().all(|p| !p.is_empty()), "{parts:?}");
-        // The folder of folders is `pkg/`: the root's other entries and pkg's are named.
+        // The folder of tracked folders is `pkg/` (an ignored one beside it does not count):
+        // the root's other entries and pkg's are named.
         let named: Vec<&PathBuf> = parts.iter().flatten().collect();
         assert!(named.contains(&&PathBuf::from("pkg/b")), "{named:?}");
         assert!(named.contains(&&PathBuf::from("gone.txt")), "{named:?}");
@@ -605,6 +618,7 @@ mod tests {
             "pkg/run.log",
             "notes.txt",
             "pkg/d",
+            "node_modules/",
         ] {
             assert!(
                 parted
