@@ -424,9 +424,24 @@ fn status_parts(
                 .iter()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
     };
+    // Names that differ only in case are one name there, which the parts' order does not know.
+    if repo
+        .config()
+        .ok()?
+        .get_bool("core.ignorecase")
+        .unwrap_or(false)
+    {
+        return None;
+    }
     let mut names: Vec<PathBuf> = Vec::new();
     let mut level = PathBuf::new();
     for _ in 0..PARTED_STATUS_DEPTH {
+        // A folder gone into that is ignored, or holds a `.git` (any case), is one whose
+        // entries libgit2 does not list in a part that names none of them.
+        let root = level.as_os_str().is_empty();
+        if !root && repo.is_path_ignored(&level).unwrap_or(true) {
+            return None;
+        }
         let held = match level.as_os_str().is_empty() {
             true => Some(tree.clone()),
             false => tree
@@ -452,10 +467,10 @@ fn status_parts(
         for entry in std::fs::read_dir(workdir.join(&level)).ok()? {
             let entry = entry.ok()?;
             let name = entry.file_name();
-            if level.as_os_str().is_empty() && name == ".git" {
+            if root && name == ".git" {
                 continue;
             }
-            if !plain(name.as_bytes()) {
+            if !plain(name.as_bytes()) || name.as_bytes().eq_ignore_ascii_case(b".git") {
                 return None;
             }
             // A link to a folder is an entry of its own, not a folder a status goes into.
@@ -469,6 +484,9 @@ fn status_parts(
         }
         here.sort();
         here.dedup();
+        if misread_together(&here) {
+            return None;
+        }
         match folders.len() {
             0 => return None,
             1 => {
@@ -487,6 +505,21 @@ fn status_parts(
         }
     }
     None
+}
+
+/// Whether two of `names` (sorted, of one folder) are one the other's start followed by a byte
+/// that sorts before `/` (`tests` and `tests.ini`, `Button` and `Button-x`): libgit2's walk of
+/// an index by pathspecs read literally can then step past the shorter one and leave out every
+/// path under it.
+fn misread_together(names: &[PathBuf]) -> bool {
+    let names: Vec<&[u8]> = names.iter().map(|n| n.as_os_str().as_bytes()).collect();
+    // Sorted, the names a name starts are the ones right after it.
+    names.iter().enumerate().any(|(i, short)| {
+        names[i + 1..]
+            .iter()
+            .take_while(|long| long.starts_with(short))
+            .any(|long| long.len() > short.len() && long[short.len()] < b'/')
+    })
 }
 
 /// The status of `workdir` against its index, taken in `parts` (pathspecs, read literally), each
@@ -645,5 +678,152 @@ mod tests {
         // Nothing but files under the root: nothing to part.
         fs::remove_dir_all(root.join("pkg")).unwrap();
         assert!(status_parts(&repo, root, &tree).is_none());
+    }
+
+    /// A repository of `files` (each holding its own path), committed to the index.
+    fn repo_with(dir: &Path, files: &[&str]) -> (git2::Repository, git2::Oid) {
+        let repo = git2::Repository::init(dir).unwrap();
+        let mut index = repo.index().unwrap();
+        for path in files {
+            let full = dir.join(path);
+            fs::create_dir_all(full.parent().unwrap()).unwrap();
+            fs::write(&full, format!("{path}\n")).unwrap();
+            index.add_path(Path::new(path)).unwrap();
+        }
+        index.write().unwrap();
+        let tree = index.write_tree().unwrap();
+        (repo, tree)
+    }
+
+    /// Whether a status in parts, where `status_parts` parts it, finds what one status finds.
+    fn parted_as_one(root: &Path, repo: &git2::Repository, tree: git2::Oid) -> bool {
+        let tree = repo.find_tree(tree).unwrap();
+        match status_parts(repo, root, &tree) {
+            None => true,
+            Some(parts) => workdir_status_in_parts(root, &parts).unwrap() == single(repo),
+        }
+    }
+
+    const BASE: &[&str] = &["setup.py", "pkg/a/x.py", "pkg/b/y.py"];
+
+    /// What a command can leave that libgit2's statuses on literal pathspecs would miss: each
+    /// such tree is found in parts as in one status, or not parted at all.
+    #[test]
+    fn trees_a_parted_status_could_misread_are_seen_whole() {
+        type Change<'c> = &'c dyn Fn(&Path);
+        let cases: Vec<(&str, Vec<&str>, Change)> = vec![
+            // A folder beside tracked names that start with its own and a byte before `/`.
+            (
+                "sibling names",
+                vec!["pkg/tests/test_core.py", "pkg/tests/t2.py", "pkg/tests.ini"],
+                &|r: &Path| {
+                    fs::remove_file(r.join("pkg/tests/test_core.py")).unwrap();
+                    fs::write(r.join("pkg/tests/t2.py"), "changed\n").unwrap();
+                    fs::write(r.join("pkg/tests-0"), "x").unwrap();
+                    fs::write(r.join("pkg/tests-1"), "x").unwrap();
+                },
+            ),
+            (
+                "a component's files",
+                vec![
+                    "pkg/Button/index.js",
+                    "pkg/Button/__tests__/b.test.js",
+                    "pkg/Button.js",
+                    "pkg/Button.stories.js",
+                ],
+                &|r: &Path| {
+                    fs::remove_file(r.join("pkg/Button/__tests__/b.test.js")).unwrap();
+                },
+            ),
+            // A tracked file where the one folder was.
+            ("a file made a folder", vec!["conftest.py"], &|r: &Path| {
+                fs::remove_dir_all(r.join("pkg")).unwrap();
+                fs::remove_file(r.join("conftest.py")).unwrap();
+                fs::create_dir_all(r.join("conftest.py/a")).unwrap();
+                fs::create_dir_all(r.join("conftest.py/b")).unwrap();
+                fs::write(r.join("conftest.py/a/f.py"), "x").unwrap();
+                fs::write(r.join("conftest.py/b/g.py"), "x").unwrap();
+            }),
+            ("an untracked folder with a .git", vec![], &|r: &Path| {
+                fs::rename(r.join("pkg"), r.join("lib")).unwrap();
+                fs::create_dir_all(r.join("lib/.git")).unwrap();
+            }),
+            ("an ignored folder", vec![".gitignore"], &|r: &Path| {
+                fs::write(r.join(".gitignore"), "lib/\n").unwrap();
+                fs::rename(r.join("pkg"), r.join("lib")).unwrap();
+            }),
+            ("a .git planted in the folder", vec![], &|r: &Path| {
+                fs::create_dir_all(r.join("pkg/.git")).unwrap();
+                for d in ["pkg/a-x", "pkg/b-x"] {
+                    fs::create_dir_all(r.join(d)).unwrap();
+                    fs::write(r.join(d).join("conftest.py"), "x").unwrap();
+                }
+            }),
+            ("a .git file planted in the folder", vec![], &|r: &Path| {
+                fs::write(r.join("pkg/.git"), "gitdir: /nonexistent\n").unwrap();
+                fs::create_dir_all(r.join("pkg/ax")).unwrap();
+                fs::write(r.join("pkg/ax/test_x.py"), "x").unwrap();
+                fs::write(r.join("pkg/bx"), "x").unwrap();
+            }),
+            (
+                "a tracked folder made ignored",
+                vec![".gitignore"],
+                &|r: &Path| {
+                    fs::write(r.join(".gitignore"), "pkg/\n").unwrap();
+                    for d in ["pkg/ax", "pkg/bx"] {
+                        fs::create_dir_all(r.join(d)).unwrap();
+                        fs::write(r.join(d).join("conftest.py"), "x").unwrap();
+                    }
+                    fs::write(r.join("pkg/a/x.py"), "changed").unwrap();
+                },
+            ),
+            (
+                "the last level's odd entries",
+                vec![
+                    ".gitignore",
+                    "pkg/c/v.py",
+                    "pkg/m1/a.py",
+                    "pkg/m10/b.py",
+                    "pkg/f",
+                ],
+                &|r: &Path| {
+                    fs::write(r.join(".gitignore"), "build/\n*.log\n!keep.log\n").unwrap();
+                    fs::create_dir_all(r.join("pkg/nested/.git")).unwrap();
+                    fs::write(r.join("pkg/nested/f.py"), "x").unwrap();
+                    fs::create_dir_all(r.join("pkg/build")).unwrap();
+                    fs::write(r.join("pkg/build/keep.log"), "x").unwrap();
+                    fs::write(r.join("pkg/keep.log"), "x").unwrap();
+                    fs::remove_file(r.join("pkg/f")).unwrap();
+                    fs::create_dir_all(r.join("pkg/f/g")).unwrap();
+                    fs::write(r.join("pkg/f/g/h.py"), "x").unwrap();
+                    fs::remove_dir_all(r.join("pkg/c")).unwrap();
+                    fs::write(r.join("pkg/c"), "x").unwrap();
+                    fs::remove_file(r.join("pkg/m1/a.py")).unwrap();
+                    fs::write(r.join("pkg/m10/b.py"), "y").unwrap();
+                    fs::remove_dir_all(r.join("pkg/b")).unwrap();
+                    std::os::unix::fs::symlink("a", r.join("pkg/b")).unwrap();
+                    fs::write(r.join("pkg/a/.gitignore"), "*.py\n").unwrap();
+                    fs::write(r.join("pkg/a/new.py"), "x").unwrap();
+                },
+            ),
+        ];
+        for (name, extra, change) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let files: Vec<&str> = BASE.iter().copied().chain(extra).collect();
+            let (repo, tree) = repo_with(root, &files);
+            change(root);
+            assert!(parted_as_one(root, &repo, tree), "{name}");
+        }
+        // Names one case apart are one name where case is ignored: not parted.
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, tree) = repo_with(dir.path(), BASE);
+        repo.config()
+            .unwrap()
+            .set_bool("core.ignorecase", true)
+            .unwrap();
+        let repo = git2::Repository::open(dir.path()).unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        assert!(status_parts(&repo, dir.path(), &tree).is_none());
     }
 }
