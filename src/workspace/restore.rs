@@ -322,8 +322,12 @@ impl Workspace {
         }
         let compared = FileStamp::of(&index_file);
         if known && index.len() >= PARTED_STATUS_ENTRIES {
-            if let Some(parts) = status_parts(repo, &self.worktree_path, head_tree) {
-                let changes = workdir_status_in_parts(&self.worktree_path, &parts)?;
+            let parts = status_parts(&self.worktree_path, head_tree);
+            // A part that fails (a repository opened anew is refused where the handle was
+            // not, e.g. for its owner) leaves it to the one status.
+            let parted =
+                parts.and_then(|parts| workdir_status_in_parts(&self.worktree_path, &parts).ok());
+            if let Some(changes) = parted {
                 if FileStamp::of(&index_file) == compared {
                     self.index_known
                         .set(compared.map(|now| (now, head_tree.id())));
@@ -413,11 +417,11 @@ const PARTED_STATUS_DEPTH: usize = 4;
 /// names) has there, so that what is gone from disk is still named. None where no such folder
 /// is found by `PARTED_STATUS_DEPTH`, where a folder cannot be read, or where a name holds a
 /// byte a pathspec could read as other than itself.
-fn status_parts(
-    repo: &git2::Repository,
-    workdir: &Path,
-    tree: &git2::Tree,
-) -> Option<[Vec<PathBuf>; 2]> {
+fn status_parts(workdir: &Path, tree: &git2::Tree) -> Option<[Vec<PathBuf>; 2]> {
+    // Opened anew, as each part's is: a long-lived handle keeps each `.gitignore` it read for
+    // as long as its size, inode and modification time stay, all of which a command can keep
+    // while it rewrites the file.
+    let repo = &git2::Repository::open(workdir).ok()?;
     let plain = |name: &[u8]| {
         !name.is_empty()
             && name
@@ -549,7 +553,8 @@ fn workdir_status_in_parts(
     })?;
     let mut changes = first?;
     changes.extend(second?);
-    changes.sort_by(|a, b| a.0.cmp(&b.0));
+    // In git's order, by the path's bytes.
+    changes.sort_by(|a, b| a.0.as_os_str().as_bytes().cmp(b.0.as_os_str().as_bytes()));
     changes.dedup();
     Ok(changes)
 }
@@ -629,7 +634,7 @@ mod tests {
         std::os::unix::fs::symlink("/tmp", root.join("pkg/d")).unwrap();
 
         let tree = repo.find_tree(tree).unwrap();
-        let parts = status_parts(&repo, root, &tree).expect("parts");
+        let parts = status_parts(root, &tree).expect("parts");
         assert!(parts.iter().all(|p| !p.is_empty()), "{parts:?}");
         // The folder of tracked folders is `pkg/` (an ignored one beside it does not count):
         // the root's other entries and pkg's are named.
@@ -669,15 +674,15 @@ mod tests {
         let root = dir.path();
         let (repo, tree) = packaged(root);
         let tree = repo.find_tree(tree).unwrap();
-        assert!(status_parts(&repo, root, &tree).is_some());
+        assert!(status_parts(root, &tree).is_some());
         for name in ["pkg/!odd", "pkg/a b", "pkg/*"] {
             fs::write(root.join(name), "x\n").unwrap();
-            assert!(status_parts(&repo, root, &tree).is_none(), "{name}");
+            assert!(status_parts(root, &tree).is_none(), "{name}");
             fs::remove_file(root.join(name)).unwrap();
         }
         // Nothing but files under the root: nothing to part.
         fs::remove_dir_all(root.join("pkg")).unwrap();
-        assert!(status_parts(&repo, root, &tree).is_none());
+        assert!(status_parts(root, &tree).is_none());
     }
 
     /// A repository of `files` (each holding its own path), committed to the index.
@@ -698,7 +703,7 @@ mod tests {
     /// Whether a status in parts, where `status_parts` parts it, finds what one status finds.
     fn parted_as_one(root: &Path, repo: &git2::Repository, tree: git2::Oid) -> bool {
         let tree = repo.find_tree(tree).unwrap();
-        match status_parts(repo, root, &tree) {
+        match status_parts(root, &tree) {
             None => true,
             Some(parts) => workdir_status_in_parts(root, &parts).unwrap() == single(repo),
         }
@@ -765,6 +770,25 @@ mod tests {
                 fs::write(r.join("pkg/ax/test_x.py"), "x").unwrap();
                 fs::write(r.join("pkg/bx"), "x").unwrap();
             }),
+            // Rewritten in place at its size, its modification time put back: a handle that
+            // read it before would keep the old rules.
+            (
+                "an ignore rule slipped in",
+                vec![".gitignore"],
+                &|r: &Path| {
+                    let ignore = r.join(".gitignore");
+                    let modified = fs::metadata(&ignore).unwrap().modified().unwrap();
+                    let len = fs::metadata(&ignore).unwrap().len() as usize;
+                    let rules = format!("{:<width$}", "pkg/\n", width = len);
+                    fs::write(&ignore, rules).unwrap();
+                    let file = fs::File::options().write(true).open(&ignore).unwrap();
+                    file.set_modified(modified).unwrap();
+                    for d in ["pkg/ax", "pkg/bx"] {
+                        fs::create_dir_all(r.join(d)).unwrap();
+                        fs::write(r.join(d).join("conftest.py"), "x").unwrap();
+                    }
+                },
+            ),
             (
                 "a tracked folder made ignored",
                 vec![".gitignore"],
@@ -824,6 +848,6 @@ mod tests {
             .unwrap();
         let repo = git2::Repository::open(dir.path()).unwrap();
         let tree = repo.find_tree(tree).unwrap();
-        assert!(status_parts(&repo, dir.path(), &tree).is_none());
+        assert!(status_parts(dir.path(), &tree).is_none());
     }
 }
