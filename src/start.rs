@@ -103,10 +103,14 @@ pub fn plan_fix(
     // A model that cannot be used as configured (no key, a bad name) is said before the clean
     // room starts a checkout: a plan that ends in an error waits for that (seconds on a large
     // repository's first run).
-    if model.is_none() {
-        let (spec, options) = configured_model(&settings, &request)?;
-        crate::model::check_credentials(&spec, &options).map_err(usage)?;
-    }
+    let chosen = match model {
+        Some(model) => Chosen::Given(model),
+        None => {
+            let (spec, options) = configured_model(&settings, &request)?;
+            crate::model::check_credentials(&spec, &options).map_err(usage)?;
+            Chosen::Configured(spec, options)
+        }
+    };
     // Where a test run will come, the clean room is made ready meanwhile.
     let ahead = || -> Result<RoomAhead, PrepareError> {
         let tree = repo
@@ -122,9 +126,13 @@ pub fn plan_fix(
         false => Some(ahead()?),
     };
 
-    let (model, reasoning) = match model {
-        Some(model) => (model, Reasoning::Off),
-        None => open_configured_model(&settings, &request)?,
+    // Opened once the room has started: its HTTP client takes some milliseconds to make.
+    let (model, reasoning) = match chosen {
+        Chosen::Given(model) => (model, Reasoning::Off),
+        Chosen::Configured(spec, options) => {
+            let model = open_model(&spec, &options).map_err(usage)?;
+            (model, options.reasoning)
+        }
     };
     let budget = budget(
         &settings,
@@ -413,14 +421,10 @@ pub fn instructions_at(repo: Option<&Path>, base: &str) -> Option<Instructions> 
     Instructions::find(&read)
 }
 
-/// The model the settings name, and the reasoning asked of it.
-fn open_configured_model(
-    settings: &Settings,
-    request: &FixRequest,
-) -> Result<(Box<dyn Model>, Reasoning), PrepareError> {
-    let (spec, options) = configured_model(settings, request)?;
-    let model = open_model(&spec, &options).map_err(PrepareError::Invalid)?;
-    Ok((model, options.reasoning))
+/// The model a run is given (a test's), or the one its settings name, checked but not opened.
+enum Chosen {
+    Given(Box<dyn Model>),
+    Configured(ModelSpec, ModelOptions),
 }
 
 /// The model the settings name, and how it is to be asked; nothing is opened.

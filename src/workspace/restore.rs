@@ -322,11 +322,16 @@ impl Workspace {
         }
         let compared = FileStamp::of(&index_file);
         if known && index.len() >= PARTED_STATUS_ENTRIES {
-            let parts = status_parts(&self.worktree_path, head_tree);
-            // A part that fails (a repository opened anew is refused where the handle was
-            // not, e.g. for its owner) leaves it to the one status.
-            let parted =
-                parts.and_then(|parts| workdir_status_in_parts(&self.worktree_path, &parts).ok());
+            // Opened anew, as the other part's is: a long-lived handle keeps each `.gitignore`
+            // it read for as long as its size, inode and modification time stay, all of which
+            // a command can keep while it rewrites the file. One that cannot be opened (a
+            // repository opened anew is refused where the handle was not, e.g. for its owner),
+            // or a part that fails, leaves it to the one status.
+            let fresh = git2::Repository::open(&self.worktree_path).ok();
+            let parted = fresh.and_then(|fresh| {
+                let parts = status_parts(&fresh, &self.worktree_path, head_tree)?;
+                workdir_status_in_parts(&fresh, &self.worktree_path, &parts).ok()
+            });
             if let Some(changes) = parted {
                 if FileStamp::of(&index_file) == compared {
                     self.index_known
@@ -417,11 +422,12 @@ const PARTED_STATUS_DEPTH: usize = 4;
 /// names) has there, so that what is gone from disk is still named. None where no such folder
 /// is found by `PARTED_STATUS_DEPTH`, where a folder cannot be read, or where a name holds a
 /// byte a pathspec could read as other than itself.
-fn status_parts(workdir: &Path, tree: &git2::Tree) -> Option<[Vec<PathBuf>; 2]> {
-    // Opened anew, as each part's is: a long-lived handle keeps each `.gitignore` it read for
-    // as long as its size, inode and modification time stay, all of which a command can keep
-    // while it rewrites the file.
-    let repo = &git2::Repository::open(workdir).ok()?;
+/// `repo` is opened anew: its ignore rules are the files' as they are now.
+fn status_parts(
+    repo: &git2::Repository,
+    workdir: &Path,
+    tree: &git2::Tree,
+) -> Option<[Vec<PathBuf>; 2]> {
     let plain = |name: &[u8]| {
         !name.is_empty()
             && name
@@ -446,7 +452,7 @@ fn status_parts(workdir: &Path, tree: &git2::Tree) -> Option<[Vec<PathBuf>; 2]> 
         if !root && repo.is_path_ignored(&level).unwrap_or(true) {
             return None;
         }
-        let held = match level.as_os_str().is_empty() {
+        let held = match root {
             true => Some(tree.clone()),
             false => tree
                 .get_path(&level)
@@ -526,14 +532,15 @@ fn misread_together(names: &[PathBuf]) -> bool {
     })
 }
 
-/// The status of `workdir` against its index, taken in `parts` (pathspecs, read literally), each
-/// in a thread with a repository handle of its own: what `status_against_branch` returns.
+/// The status of `workdir` against its index, taken in `parts` (pathspecs, read literally): the
+/// first through `repo` (opened anew), the second in a thread with a handle of its own. What
+/// `status_against_branch` returns.
 fn workdir_status_in_parts(
+    repo: &git2::Repository,
     workdir: &Path,
     parts: &[Vec<PathBuf>; 2],
 ) -> Result<Vec<(PathBuf, Status)>, WorkspaceError> {
-    let part = |paths: &[PathBuf]| -> Result<Vec<(PathBuf, Status)>, WorkspaceError> {
-        let repo = git2::Repository::open(workdir)?;
+    let part = |repo: &git2::Repository, paths: &[PathBuf]| {
         let mut opts = status_options();
         opts.show(git2::StatusShow::Workdir)
             .disable_pathspec_match(true);
@@ -541,11 +548,11 @@ fn workdir_status_in_parts(
             opts.pathspec(path);
         }
         let statuses = repo.statuses(Some(&mut opts))?;
-        Ok(changed(&statuses))
+        Ok::<_, WorkspaceError>(changed(&statuses))
     };
     let (first, second) = std::thread::scope(|scope| {
-        let other = scope.spawn(|| part(&parts[1]));
-        let here = part(&parts[0]);
+        let other = scope.spawn(|| part(&git2::Repository::open(workdir)?, &parts[1]));
+        let here = part(repo, &parts[0]);
         (here, other.join())
     });
     let second = second.map_err(|_| {
@@ -634,7 +641,7 @@ mod tests {
         std::os::unix::fs::symlink("a", root.join("pkg/d")).unwrap();
 
         let tree = repo.find_tree(tree).unwrap();
-        let parts = status_parts(root, &tree).expect("parts");
+        let parts = status_parts(&repo, root, &tree).expect("parts");
         assert!(parts.iter().all(|p| !p.is_empty()), "{parts:?}");
         // The folder of tracked folders is `pkg/` (an ignored one beside it does not count):
         // the root's other entries and pkg's are named.
@@ -644,7 +651,7 @@ mod tests {
         assert!(!named.contains(&&PathBuf::from("pkg")), "{named:?}");
 
         let whole = single(&repo);
-        let parted = workdir_status_in_parts(root, &parts).unwrap();
+        let parted = workdir_status_in_parts(&repo, root, &parts).unwrap();
         assert_eq!(parted, whole);
         for path in [
             "pkg/a/x.py",
@@ -674,15 +681,15 @@ mod tests {
         let root = dir.path();
         let (repo, tree) = packaged(root);
         let tree = repo.find_tree(tree).unwrap();
-        assert!(status_parts(root, &tree).is_some());
+        assert!(status_parts(&repo, root, &tree).is_some());
         for name in ["pkg/!odd", "pkg/a b", "pkg/*"] {
             fs::write(root.join(name), "x\n").unwrap();
-            assert!(status_parts(root, &tree).is_none(), "{name}");
+            assert!(status_parts(&repo, root, &tree).is_none(), "{name}");
             fs::remove_file(root.join(name)).unwrap();
         }
         // Nothing but files under the root: nothing to part.
         fs::remove_dir_all(root.join("pkg")).unwrap();
-        assert!(status_parts(root, &tree).is_none());
+        assert!(status_parts(&repo, root, &tree).is_none());
     }
 
     /// A repository of `files` (each holding its own path), committed to the index.
@@ -703,9 +710,11 @@ mod tests {
     /// Whether a status in parts, where `status_parts` parts it, finds what one status finds.
     fn parted_as_one(root: &Path, repo: &git2::Repository, tree: git2::Oid) -> bool {
         let tree = repo.find_tree(tree).unwrap();
-        match status_parts(root, &tree) {
+        // As `status_against_branch` takes it: through a repository opened anew.
+        let fresh = git2::Repository::open(root).unwrap();
+        match status_parts(&fresh, root, &tree) {
             None => true,
-            Some(parts) => workdir_status_in_parts(root, &parts).unwrap() == single(repo),
+            Some(parts) => workdir_status_in_parts(&fresh, root, &parts).unwrap() == single(repo),
         }
     }
 
@@ -848,6 +857,6 @@ mod tests {
             .unwrap();
         let repo = git2::Repository::open(dir.path()).unwrap();
         let tree = repo.find_tree(tree).unwrap();
-        assert!(status_parts(dir.path(), &tree).is_none());
+        assert!(status_parts(&repo, dir.path(), &tree).is_none());
     }
 }
