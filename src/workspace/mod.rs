@@ -11,6 +11,7 @@ mod dirty;
 pub mod discard;
 pub mod entries;
 pub mod export;
+mod index_file;
 pub mod land;
 pub mod notes;
 pub mod pool;

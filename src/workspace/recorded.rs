@@ -9,6 +9,11 @@ use std::path::Path;
 /// The index of a work tree, with what tells whether its stat data can be trusted.
 pub(crate) struct Recorded<'i> {
     pub index: &'i Index,
+    stamps: Stamps,
+}
+
+/// What tells whether an index's stat data can be trusted.
+pub(crate) struct Stamps {
     /// When the index file was written: an entry stamped as late as that may have changed
     /// within the same tick without its stat data showing it ("racily clean").
     written: Option<(i64, i64)>,
@@ -19,13 +24,9 @@ impl<'i> Recorded<'i> {
     /// `index`, as `repo` (whose index it is) last wrote it. `trust_ctime` as the repository's
     /// `core.trustctime` says.
     pub fn of(repo: &Repository, index: &'i Index, trust_ctime: bool) -> Recorded<'i> {
-        let written = std::fs::symlink_metadata(repo.path().join("index"))
-            .ok()
-            .map(|meta| (meta.mtime(), meta.mtime_nsec()));
         Recorded {
             index,
-            written,
-            trust_ctime,
+            stamps: Stamps::of(repo, trust_ctime),
         }
     }
 
@@ -34,7 +35,7 @@ impl<'i> Recorded<'i> {
     /// filters writes it).
     pub fn holds(&self, rel: &Path, path: &Path, meta: &std::fs::Metadata, id: Oid) -> bool {
         if let Some(entry) = self.index.get_path(rel, 0) {
-            if entry.id == id && self.stamped(&entry, meta) {
+            if entry.id == id && self.stamps.stamped(&entry, meta) {
                 return true;
             }
         }
@@ -46,6 +47,20 @@ impl<'i> Recorded<'i> {
             Oid::hash_file(git2::ObjectType::Blob, path).ok()
         };
         content == Some(id)
+    }
+}
+
+impl Stamps {
+    /// For `repo`'s index as it last wrote it. `trust_ctime` as the repository's
+    /// `core.trustctime` says.
+    pub fn of(repo: &Repository, trust_ctime: bool) -> Stamps {
+        let written = std::fs::symlink_metadata(repo.path().join("index"))
+            .ok()
+            .map(|meta| (meta.mtime(), meta.mtime_nsec()));
+        Stamps {
+            written,
+            trust_ctime,
+        }
     }
 
     /// Whether `entry`'s stat data is `meta`'s, of the same kind and mode, and older than the
