@@ -228,11 +228,15 @@ pub fn execute(
     crate::workspace::start_is_over();
     workspace.max_file_size = plan.max_file_size;
     let mut notice = std::mem::take(&mut plan.uncommitted);
+    let set_up = SetUp {
+        confined,
+        baseline,
+        asked: notice.go(),
+    };
     let mut said = |line: &str| {
         notice.say_if_done(false, progress);
         progress(line);
     };
-    let set_up = SetUp { confined, baseline };
     let ran = run_in(
         &mut plan, &workspace, set_up, &interrupt, &mut said, waiting, &runtime,
     );
@@ -269,26 +273,44 @@ pub fn execute(
     finished.map(with_timing)
 }
 
-/// What is to be said of the user's uncommitted changes, being looked at in a thread of its
-/// own from the start (`start::look_at_uncommitted`). Nothing waits for it: on a large
-/// checkout the look (the index read whole, one `lstat` a file) takes as long as the start
-/// itself. It is said as soon as it is done (with the start, while the base is tested, or
-/// with the first line after), and at the latest before the report.
+/// What is to be said of the user's uncommitted changes, looked at in a thread of its own
+/// (`start::look_at_uncommitted`) once the model is first asked, or once something waits for
+/// it. Nothing before the first request needs it: on a large checkout the look (the index
+/// read whole, one `lstat` a file) took a core's worth of the start, beside the base's test
+/// and the brief. It is said with the first line after it is done, and at the latest before
+/// the report.
 #[derive(Default)]
-pub struct Pending(Option<Notice>);
+pub struct Pending {
+    look: Option<Notice>,
+    go: Option<Go>,
+}
+
+/// Lets a look that waits for the model's first request go on.
+pub type Go = std::sync::mpsc::Sender<()>;
 
 impl Pending {
-    /// The look `notice`, to be said when it is done.
-    pub fn new(notice: Option<Notice>) -> Pending {
-        Pending(notice)
+    /// The look, to be said when it is done, and what lets it go on.
+    pub fn new(look: Option<(Notice, Go)>) -> Pending {
+        let (look, go) = look.unzip();
+        Pending { look, go }
     }
 
-    /// Says the line, if there is one, once the look is done (waiting for it if `wait`).
+    /// What lets the look go on, for the model's first request.
+    fn go(&self) -> Option<Go> {
+        self.go.clone()
+    }
+
+    /// Says the line, if there is one, once the look is done (letting it go on and waiting for
+    /// it if `wait`).
     fn say_if_done(&mut self, wait: bool, progress: &mut dyn FnMut(&str)) {
-        if !wait && !self.0.as_ref().is_some_and(|look| look.is_finished()) {
+        if wait {
+            if let Some(go) = &self.go {
+                let _ = go.send(());
+            }
+        } else if !self.look.as_ref().is_some_and(|look| look.is_finished()) {
             return;
         }
-        if let Some(line) = self.0.take().and_then(|look| look.join().ok().flatten()) {
+        if let Some(line) = self.look.take().and_then(|look| look.join().ok().flatten()) {
             progress(&line);
         }
     }
@@ -454,11 +476,13 @@ fn beside_baseline(
 /// ends as a harness error, its report on the branch).
 type Confined = Result<Confinement, String>;
 
-/// What the start set up for the agent's work: its confinement, and the base's test result
-/// where it was taken before the verifier existed.
+/// What the start set up for the agent's work: its confinement, the base's test result
+/// where it was taken before the verifier existed, and what lets the look at the user's
+/// checkout go on once the model is asked.
 struct SetUp {
     confined: Confined,
     baseline: Option<Baseline>,
+    asked: Option<Go>,
 }
 
 struct Confinement {
@@ -846,7 +870,11 @@ fn run_in(
 fn work(
     plan: &mut RunPlan,
     workspace: &Workspace,
-    SetUp { confined, baseline }: SetUp,
+    SetUp {
+        confined,
+        baseline,
+        asked,
+    }: SetUp,
     interrupt: &AtomicBool,
     progress: &mut dyn FnMut(&str),
     waiting: Waiting,
@@ -888,8 +916,14 @@ fn work(
     } else {
         &nobody
     };
+    let asking = move || {
+        if let Some(go) = &asked {
+            let _ = go.send(());
+        }
+    };
     let agent = Agent {
         model: plan.model.as_mut(),
+        asking: &asking,
         registry: &registry,
         guard: &guard,
         verifier: &verifier,

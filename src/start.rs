@@ -372,15 +372,18 @@ fn uncommitted_line(git_dir: &Path) -> Option<String> {
     ))
 }
 
-/// `uncommitted_line`, looked at in a thread of its own beside the run's start. The thread
-/// yields to the rest of the start (nice 10): nothing waits for it, and on two cores it took a
-/// third of the CPU between a large repository's start and its first request. It does not wait
-/// for the base's test as the pooled tree's preparation does (`workspace::after_the_start`):
-/// its read of the checkout's whole index (17 MiB at 100,000 files) then came beside the
-/// brief's and the commits', and raised a run's peak by a fifth.
-pub(crate) fn look_at_uncommitted(git_dir: &Path) -> crate::run::Notice {
+/// `uncommitted_line`, looked at in a thread of its own once the model is first asked (or
+/// something waits for the line): what lets it go on comes with it. Nothing before the first
+/// request waits for it, and on two cores, going from the start, it took a core from the
+/// base's test and then from the brief (about 80 ms of a second run's first request at
+/// 100,000 files). It yields to the run (nice 10), and takes its turn with the pooled tree's
+/// preparation to hold a whole index (17 MiB at 100,000 files). Where nothing will ask for the
+/// line any more (the run ended before the model), it does not look.
+pub(crate) fn look_at_uncommitted(git_dir: &Path) -> (crate::run::Notice, crate::run::Go) {
     let git_dir = git_dir.to_path_buf();
-    std::thread::spawn(move || {
+    let (go, asked) = std::sync::mpsc::channel::<()>();
+    let look = std::thread::spawn(move || {
+        asked.recv().ok()?;
         // A thread's nice value is its own on Linux; raising it needs no privilege.
         let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
         let line = {
@@ -389,7 +392,8 @@ pub(crate) fn look_at_uncommitted(git_dir: &Path) -> crate::run::Notice {
         };
         crate::memory::give_back();
         line
-    })
+    });
+    (look, go)
 }
 
 /// Says, on stderr, whether uncommitted tracked changes are left out: before a run that
@@ -560,6 +564,38 @@ mod tests {
         assert_eq!(slug("   ...   "), "task");
         assert!(slug(&"word ".repeat(30)).len() <= 40);
         assert_eq!(slug("Überprüfe den Code"), "berpr-fe-den-code");
+    }
+
+    /// The look at the user's checkout waits for the model's first request: nothing of it is
+    /// read before that. Where the run ends without asking for the line (what lets the look go
+    /// on is gone), it does not look at all.
+    #[test]
+    fn the_look_at_the_checkout_waits_for_the_first_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        std::fs::write(dir.path().join("a.py"), "x = 1\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new("a.py")).unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let who = git2::Signature::new("t", "t@example.com", &git2::Time::new(0, 0)).unwrap();
+        repo.commit(Some("HEAD"), &who, &who, "base", &tree, &[])
+            .unwrap();
+        std::fs::write(dir.path().join("a.py"), "x = 22\n").unwrap();
+
+        let (look, go) = look_at_uncommitted(repo.path());
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!look.is_finished(), "it looked before the model was asked");
+        go.send(()).unwrap();
+        let line = look.join().unwrap().expect("the change is said");
+        assert!(
+            line.contains("1 changed tracked files, e.g. a.py"),
+            "{line}"
+        );
+
+        let (look, go) = look_at_uncommitted(repo.path());
+        drop(go);
+        assert_eq!(look.join().unwrap(), None, "it looked for nobody");
     }
 
     #[test]

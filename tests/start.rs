@@ -77,6 +77,34 @@ fn uncommitted_changes_are_pointed_out_and_dirty_starts_from_them_untouched() {
     );
 }
 
+/// The user's uncommitted changes are said also where the run ends before the model is asked;
+/// where it is asked, after the base's test (nothing before the first request waits for the
+/// look, so it does not go on before).
+#[test]
+fn uncommitted_changes_are_said_whether_or_not_the_model_is_asked() {
+    let env = TestEnv::new();
+    let repo = env.calc_repo();
+    std::fs::write(repo.join("calc.py"), CALC_FIXED).unwrap();
+    let notice = "your uncommitted changes are not part of this run (1 changed tracked files";
+    let unusable = env.fix_scripted(
+        &repo,
+        "agent/unusable",
+        json!([end_turn("Done.")]),
+        &["--test-cmd", "no-such-runner --all"],
+    );
+    assert_eq!(unusable.code(), 4, "{}", unusable.stderr());
+    assert!(unusable.messages().is_empty(), "the model was asked");
+    assert!(unusable.stderr().contains(notice), "{}", unusable.stderr());
+
+    let asked = env.fix_scripted(&repo, "agent/asked", json!([end_turn("Done.")]), &[]);
+    let stderr = asked.stderr();
+    let said = stderr.find(notice).unwrap_or_else(|| panic!("{stderr}"));
+    let tested = stderr
+        .find("tests before any change")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(tested < said, "{stderr}");
+}
+
 /// A checkout is judged clean from its stat data where that can tell: a same-size rewrite with
 /// its modification time put back is still a change.
 #[test]

@@ -208,6 +208,9 @@ pub struct Agent<'a> {
     pub brief: &'a crate::brief::Brief,
     /// Asks the person who started the run (ask_user); None when nobody is there.
     pub ask: &'a dyn Fn(&str) -> Option<String>,
+    /// Called as the model is first asked: what waited for that (the look at the user's
+    /// checkout) goes on.
+    pub asking: &'a dyn Fn(),
     /// Agent commits run the repository's commit hooks.
     pub run_hooks: bool,
     /// Checked before every model call.
@@ -426,6 +429,7 @@ impl Agent<'_> {
     }
 
     async fn ask(&mut self, state: &mut Loop, tools: &[ToolSpec]) -> Result<Reply, ModelError> {
+        (self.asking)();
         let request = Request {
             system: self.system,
             messages: &state.messages,
