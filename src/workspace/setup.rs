@@ -85,19 +85,21 @@ pub fn check_branch_free(repo: &Repository, name: &str) -> Result<(), SetupError
     if repo.find_branch(name, BranchType::Local).is_ok() {
         return Err(SetupError::BranchExists(name.to_string()));
     }
-    for branch in repo.branches(Some(BranchType::Local))? {
-        let (branch, _) = branch?;
-        let Ok(Some(other)) = branch.name() else {
-            continue;
-        };
-        let inside = |outer: &str, inner: &str| {
-            inner.len() > outer.len()
-                && inner.starts_with(outer)
-                && inner.as_bytes()[outer.len()] == b'/'
-        };
-        if inside(name, other) || inside(other, name) {
-            return Err(SetupError::BranchClash(name.to_string(), other.to_string()));
+    // A branch is a file named by its path: none can be made inside another, nor hold one.
+    // Each is looked up by name, not found among every branch (a repository with a branch a
+    // run has hundreds, and the list took 6 ms of the start at 600).
+    for (at, _) in name.match_indices('/') {
+        let outer = &name[..at];
+        if repo.find_branch(outer, BranchType::Local).is_ok() {
+            return Err(SetupError::BranchClash(name.to_string(), outer.to_string()));
         }
+    }
+    // A valid name holds none of a pattern's special characters.
+    let mut inside = repo.references_glob(&format!("refs/heads/{name}/*"))?;
+    if let Some(inner) = inside.names().next() {
+        let inner = inner?;
+        let inner = inner.strip_prefix("refs/heads/").unwrap_or(inner);
+        return Err(SetupError::BranchClash(name.to_string(), inner.to_string()));
     }
     Ok(())
 }
@@ -681,7 +683,23 @@ mod tests {
         let commit = repo.find_commit(base).unwrap();
         repo.branch("feat-2/x", &commit, false).unwrap();
         repo.branch("agent", &commit, false).unwrap();
-        for (name, other) in [("feat-2", "feat-2/x"), ("agent/run", "agent")] {
+        repo.branch("deep/er/still", &commit, false).unwrap();
+        repo.branch("packed/one", &commit, false).unwrap();
+        // Packed, as `git pack-refs` or a clone leaves branches: no file of its own.
+        let packed = dir.path().join(".git/packed-refs");
+        let id = repo.refname_to_id("refs/heads/packed/one").unwrap();
+        std::fs::write(&packed, format!("{id} refs/heads/packed/one\n")).unwrap();
+        std::fs::remove_file(dir.path().join(".git/refs/heads/packed/one")).unwrap();
+        for (name, other) in [
+            ("feat-2", "feat-2/x"),
+            ("agent/run", "agent"),
+            ("agent/run/deeper", "agent"),
+            ("deep", "deep/er/still"),
+            ("deep/er", "deep/er/still"),
+            ("deep/er/still/more", "deep/er/still"),
+            ("packed", "packed/one"),
+            ("packed/one/two", "packed/one"),
+        ] {
             match check_branch_free(&repo, name) {
                 Err(SetupError::BranchClash(n, o)) => {
                     assert_eq!((n.as_str(), o.as_str()), (name, other))
@@ -689,8 +707,16 @@ mod tests {
                 found => panic!("{name}: {found:?}"),
             }
         }
-        assert!(check_branch_free(&repo, "feat-2x").is_ok());
-        assert!(check_branch_free(&repo, "feat").is_ok());
+        for free in [
+            "feat-2x",
+            "feat",
+            "deep/e",
+            "deep/err",
+            "deeper",
+            "packed-one",
+        ] {
+            assert!(check_branch_free(&repo, free).is_ok(), "{free}");
+        }
     }
 
     #[test]
