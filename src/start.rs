@@ -14,8 +14,8 @@ use crate::settings::{Layer, Settings};
 use crate::text::for_terminal;
 use crate::verify::RoomAhead;
 use crate::workspace::{
-    base_reader, check_branch_free, open_user_repo, resolve_base, snapshot_working_tree,
-    uncommitted, BaseInfo, SetupError,
+    base_reader, base_readers, check_branch_free, open_user_repo, resolve_base,
+    snapshot_working_tree, uncommitted, BaseInfo, SetupError,
 };
 use git2::Repository;
 use std::hash::{BuildHasher, Hasher};
@@ -182,6 +182,7 @@ pub fn plan_fix(
                 settings.map_tokens,
                 budget.context_window,
             )
+            .reading_beside(base_readers(&repo, base.id)?)
         }
     };
     let TestsAt {

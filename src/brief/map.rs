@@ -23,15 +23,17 @@ pub fn repo_map(
     focus: &Focus,
     max_tokens: usize,
 ) -> String {
-    map_in(&RepoFiles::new(files), read, focus, max_tokens)
+    map_in(&RepoFiles::new(files), read, focus, max_tokens, None)
 }
 
-/// `repo_map`, with the files' index (`RepoFiles`) made once for the whole brief.
+/// `repo_map`, with the files' index (`RepoFiles`) made once for the whole brief; where
+/// `beside` makes readers, the search for the failure's names reads in two threads.
 pub(crate) fn map_in(
     repo: &RepoFiles,
     read: &dyn Fn(&str) -> Option<String>,
     focus: &Focus,
     max_tokens: usize,
+    beside: Option<&super::Readers>,
 ) -> String {
     if max_tokens == 0 {
         return String::new();
@@ -41,7 +43,7 @@ pub(crate) fn map_in(
     let total = ranking.len();
     let focused = ranking.focused();
     // The rest is ranked only if the map gets past the focused files.
-    let rest = std::iter::once_with(|| ranking.rest(&focus.names, read)).flatten();
+    let rest = std::iter::once_with(|| ranking.rest(&focus.names, read, beside)).flatten();
     assemble(focused.into_iter().chain(rest), total, read, budget)
 }
 

@@ -32,6 +32,9 @@ pub type Reader = Box<dyn Fn(&str) -> Option<String>>;
 /// Lists the regular files of the base commit, when the brief is written: on a large
 /// repository the list costs megabytes, and no longer than the brief needs it.
 pub type Lister = Box<dyn Fn() -> Vec<String>>;
+/// Makes another `Reader` of the same commit, with a repository handle of its own: for a
+/// thread that reads beside the brief's own (None where the repository cannot be opened).
+pub type Readers = dyn Fn() -> Option<Reader> + Send + Sync;
 
 /// The most the failing tests' context may take, in bytes.
 const MAX_FAILURE_CONTEXT_BYTES: usize = 8_000;
@@ -51,6 +54,8 @@ pub struct Brief {
     /// The most the failing tests' context may take, in bytes: 8000, or less where a small
     /// context window's share is smaller.
     pub failure_bytes: usize,
+    /// Where the map's search may read in a second thread: None reads in one.
+    pub beside: Option<Box<Readers>>,
 }
 
 impl Brief {
@@ -66,7 +71,14 @@ impl Brief {
             read,
             map_tokens: map_tokens.min(share),
             failure_bytes: MAX_FAILURE_CONTEXT_BYTES.min(share.saturating_mul(4)),
+            beside: None,
         }
+    }
+
+    /// The map's search reads in two threads, the second with readers `readers` makes.
+    pub fn reading_beside(mut self, readers: Box<Readers>) -> Self {
+        self.beside = Some(readers);
+        self
     }
 
     /// The sections of the first message that follow the first test result: the failing
@@ -91,7 +103,8 @@ impl Brief {
         }
         if self.map_tokens > 0 {
             let focus = Focus::of(initial, &repo);
-            let map = map::map_in(&repo, &self.read, &focus, self.map_tokens);
+            let beside = self.beside.as_deref();
+            let map = map::map_in(&repo, &self.read, &focus, self.map_tokens, beside);
             if !map.is_empty() {
                 sections.push(format!(
                     "A map of the repository's source files and their definitions (line \

@@ -195,6 +195,7 @@ impl<'r, 'f> Ranking<'r, 'f> {
         mut self,
         names: &[String],
         read: &dyn Fn(&str) -> Option<String>,
+        beside: Option<&super::Readers>,
     ) -> impl Iterator<Item = Candidate<'f>> + use<'r, 'f> {
         let all = self.all;
         let found = match names.is_empty() {
@@ -212,7 +213,7 @@ impl<'r, 'f> Ranking<'r, 'f> {
                 let anchors: Vec<&str> = self.keys.keys().chain(&self.late).copied().collect();
                 let nearest = nearest_first(&unranked, all, &anchors, DEFINING_FILES);
                 drop(unranked);
-                defining(&nearest, names, read, &mut self.texts)
+                defining(&nearest, names, read, &mut self.texts, beside)
             }
         };
         let mut tiers: HashMap<&str, Key> = HashMap::new();
@@ -327,40 +328,109 @@ fn folder_of(path: &str) -> &str {
 
 /// The files of `candidates` that define any of `names`, with how many of them, read in
 /// order until `DEFINING_BYTES` or `DEFINING_FILES` is reached; the texts of the files found
-/// are kept in `texts`.
+/// are kept in `texts`. Where `beside` makes readers, the second half is read in a thread of
+/// its own: reading 5,000 files was half of a large repository's brief.
 fn defining<'f>(
     candidates: &[&'f str],
     names: &[String],
     read: &dyn Fn(&str) -> Option<String>,
     texts: &mut HashMap<&'f str, String>,
+    beside: Option<&super::Readers>,
 ) -> Vec<(&'f str, usize)> {
     let Some(pattern) = definition_pattern(names) else {
         return Vec::new();
     };
+    let candidates = &candidates[..candidates.len().min(DEFINING_FILES)];
+    let half = match beside {
+        Some(_) if candidates.len() >= SEARCHED_BESIDE => candidates.len() / 2,
+        _ => candidates.len(),
+    };
+    let (first, second) = candidates.split_at(half);
+    let held = &*texts;
+    let looked = std::thread::scope(|scope| {
+        let other = beside.filter(|_| !second.is_empty()).map(|make| {
+            let pattern = &pattern;
+            scope.spawn(move || make().map(|read| search(second, pattern, &read, held)))
+        });
+        let mut looked = search(first, &pattern, read, held);
+        let theirs = other.and_then(|other| other.join().ok().flatten());
+        looked.extend(theirs.unwrap_or_else(|| search(second, &pattern, read, held)));
+        looked
+    });
+    // As if read in one thread, in order: each half stopped no sooner than that would.
     let mut found = Vec::new();
     let mut bytes = 0;
-    for &file in candidates.iter().take(DEFINING_FILES) {
+    for (&file, seen) in candidates.iter().zip(looked) {
         if bytes >= DEFINING_BYTES {
             break;
         }
-        let text = match texts.get(file) {
-            Some(text) => text,
-            None => {
-                let Some(text) = read(file) else { continue };
-                bytes += text.len();
-                texts.entry(file).or_insert(text)
+        match seen {
+            Searched::Unread => {}
+            Searched::Held(0) => {
+                texts.remove(file);
             }
-        };
-        let count = distinct_matches(&pattern, text);
-        if count > 0 {
-            found.push((file, count));
-        } else {
-            // Read again if the map reaches it: most files are not, and all of them would
-            // hold the repository's text in memory.
-            texts.remove(file);
+            Searched::Held(count) => found.push((file, count)),
+            Searched::Read { bytes: read, text } => {
+                bytes += read;
+                if let Some((text, count)) = text {
+                    found.push((file, count));
+                    texts.entry(file).or_insert(text);
+                }
+            }
+            Searched::Past => break,
         }
     }
     found
+}
+
+/// Fewer candidates than this are searched in one thread.
+const SEARCHED_BESIDE: usize = 200;
+
+/// What the search found of a file.
+enum Searched {
+    /// It could not be read.
+    Unread,
+    /// Its text was held already: how many of the names it defines.
+    Held(usize),
+    /// Read: its size, and its text with the count where it defines any of the names (else
+    /// it is read again if the map reaches it: most files are not, and all of them would hold
+    /// the repository's text in memory).
+    Read {
+        bytes: usize,
+        text: Option<(String, usize)>,
+    },
+    /// Past `DEFINING_BYTES` of what this part read.
+    Past,
+}
+
+/// `files`, each searched for `pattern`, in order, until `DEFINING_BYTES` are read.
+fn search(
+    files: &[&str],
+    pattern: &Regex,
+    read: &dyn Fn(&str) -> Option<String>,
+    held: &HashMap<&str, String>,
+) -> Vec<Searched> {
+    let mut bytes = 0;
+    files
+        .iter()
+        .map(|&file| {
+            if bytes >= DEFINING_BYTES {
+                return Searched::Past;
+            }
+            if let Some(text) = held.get(file) {
+                return Searched::Held(distinct_matches(pattern, text));
+            }
+            let Some(text) = read(file) else {
+                return Searched::Unread;
+            };
+            bytes += text.len();
+            let count = distinct_matches(pattern, &text);
+            Searched::Read {
+                bytes: text.len(),
+                text: (count > 0).then_some((text, count)),
+            }
+        })
+        .collect()
 }
 
 /// Third-party code kept in the repository: never what a failure is about.
@@ -453,5 +523,66 @@ mod tests {
             nearest_first(&places, &files, &anchors, 3),
             ["lib/util/y.py", "helpers.py", "lib/util/deep/w.py"]
         );
+    }
+
+    /// The search in two threads finds what one finds, in the same order, keeps the same
+    /// texts, and stops where one stops: past `DEFINING_BYTES` of text (here in the second
+    /// half), nothing more is found.
+    #[test]
+    fn the_search_in_two_threads_finds_what_one_finds() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let filler = "x = 1\n".repeat(40_000 / 6);
+        let mut files: HashMap<String, String> = HashMap::new();
+        let paths: Vec<String> = (0..600).map(|i| format!("pkg/m{i:03}.py")).collect();
+        for (i, path) in paths.iter().enumerate() {
+            let defines = match i % 50 {
+                7 => "def total(a):\n    pass\nclass Cart:\n    pass\n",
+                9 => "def total(a):\n    pass\n",
+                _ => "",
+            };
+            files.insert(path.clone(), format!("{defines}{filler}"));
+        }
+        // One that cannot be read, and one whose text is held already.
+        files.remove(&paths[3]);
+        let files = Arc::new(files);
+        let names = vec!["total".to_string(), "Cart".to_string()];
+        let candidates: Vec<&str> = paths.iter().map(String::as_str).collect();
+        let reader = |files: Arc<HashMap<String, String>>, reads: Arc<AtomicUsize>| {
+            move |path: &str| {
+                reads.fetch_add(1, Ordering::SeqCst);
+                files.get(path).cloned()
+            }
+        };
+        let search = |beside: Option<&crate::brief::Readers>| {
+            let mut texts: HashMap<&str, String> = HashMap::new();
+            texts.insert(candidates[57], "def total(b): pass\n".to_string());
+            let read = reader(files.clone(), Arc::new(AtomicUsize::new(0)));
+            let found = defining(&candidates, &names, &read, &mut texts, beside);
+            let mut kept: Vec<&str> = texts.keys().copied().collect();
+            kept.sort_unstable();
+            (found, kept)
+        };
+        let alone = search(None);
+        let read_beside = Arc::new(AtomicUsize::new(0));
+        let (files_there, reads) = (files.clone(), read_beside.clone());
+        let maker = move || -> Option<crate::brief::Reader> {
+            Some(Box::new(reader(files_there.clone(), reads.clone())))
+        };
+        let together = search(Some(&maker));
+        assert_eq!(together, alone);
+        assert!(
+            read_beside.load(Ordering::SeqCst) > 0,
+            "nothing read beside"
+        );
+        let (found, _) = alone;
+        assert_eq!(found[0], (candidates[7], 2));
+        assert!(found.contains(&(candidates[57], 1)));
+        // 16 MiB of 40 kB files: the search stops after about 420 of them.
+        let last = candidates
+            .iter()
+            .position(|c| *c == found.last().unwrap().0);
+        assert!((400..430).contains(&last.unwrap()), "{last:?}");
+        assert!(!found.iter().any(|(f, _)| *f == candidates[457]));
     }
 }

@@ -34,8 +34,8 @@ pub use cleanroom::{
 pub use dirty::{snapshot_working_tree, uncommitted};
 pub use restore::{Absorbed, Snapshot};
 pub use setup::{
-    add_work_tree_here, base_reader, check_branch_free, open_user_repo, read_blob, resolve_base,
-    tree_files, BaseInfo, SetupError, ADD_WORK_TREE,
+    add_work_tree_here, base_reader, base_readers, check_branch_free, open_user_repo, read_blob,
+    resolve_base, tree_files, BaseInfo, SetupError, ADD_WORK_TREE,
 };
 pub use tested::{record_tested, recorded, tested, Tested, TESTED_DIR};
 

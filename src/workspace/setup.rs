@@ -209,6 +209,22 @@ pub fn base_reader(
     Ok((Box::new(list), Box::new(read)))
 }
 
+/// Makes readers of a commit's files as `base_reader`'s, each with a repository handle of its
+/// own: for threads that read beside the first.
+pub fn base_readers(
+    repo: &Repository,
+    commit: Oid,
+) -> Result<Box<crate::brief::Readers>, SetupError> {
+    let tree_id = repo.find_commit(commit)?.tree_id();
+    let git_dir = repo.path().to_path_buf();
+    Ok(Box::new(move || {
+        let own = std::rc::Rc::new(Repository::open(&git_dir).ok()?);
+        let files = TreeFiles::new(own, tree_id);
+        let read: crate::brief::Reader = Box::new(move |path: &str| files.read(path));
+        Some(read)
+    }))
+}
+
 /// The most entries `TreeFiles` keeps of the folders it parsed (about 100 bytes each, for as
 /// long as the run keeps the reader); past it they are found again.
 const KEPT_ENTRIES: usize = 20_000;
