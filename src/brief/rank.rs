@@ -198,17 +198,21 @@ impl<'r, 'f> Ranking<'r, 'f> {
         beside: Option<&super::Readers>,
     ) -> impl Iterator<Item = Candidate<'f>> + use<'r, 'f> {
         let all = self.all;
+        // The files not ranked yet, each with whether it is a test's: looked at once.
+        let others: Vec<(u32, bool)> = self
+            .sources
+            .iter()
+            .filter(|&&at| !self.keys.contains_key(all[at as usize]))
+            .map(|&at| (at, is_test_path(all[at as usize])))
+            .collect();
+        drop(self.sources);
         let found = match names.is_empty() {
             true => Vec::new(),
             false => {
-                let unranked: Vec<u32> = self
-                    .sources
+                let unranked: Vec<u32> = others
                     .iter()
-                    .copied()
-                    .filter(|&at| {
-                        let f = all[at as usize];
-                        !self.keys.contains_key(f) && !is_test_path(f)
-                    })
+                    .filter(|(_, test)| !test)
+                    .map(|&(at, _)| at)
                     .collect();
                 let anchors: Vec<&str> = self.keys.keys().chain(&self.late).copied().collect();
                 let nearest = nearest_first(&unranked, all, &anchors, DEFINING_FILES);
@@ -220,13 +224,10 @@ impl<'r, 'f> Ranking<'r, 'f> {
         for (file, count) in found {
             tiers.insert(file, (2, -order(count), 0));
         }
-        let mut rest: Vec<(Key, u32)> = self
-            .sources
-            .iter()
-            .filter(|&&at| !self.keys.contains_key(all[at as usize]))
-            .map(|&at| (key(all[at as usize], &tiers, &self.late), at))
+        let mut rest: Vec<(Key, u32)> = others
+            .into_iter()
+            .map(|(at, test)| (key(all[at as usize], test, &tiers, &self.late), at))
             .collect();
-        drop(self.sources);
         // Places in `all` follow the paths' order, so this is by key, then path.
         rest.sort_unstable();
         let mut texts = self.texts;
@@ -254,10 +255,11 @@ fn order(n: usize) -> i32 {
     i32::try_from(n).unwrap_or(i32::MAX)
 }
 
-/// A file's key: test files go last (the failing ones first), the rest by depth then path.
-fn key(file: &str, keys: &HashMap<&str, Key>, failing_tests: &[&str]) -> Key {
+/// A file's key: test files (`test`) go last (the failing ones first), the rest by depth then
+/// path.
+fn key(file: &str, test: bool, keys: &HashMap<&str, Key>, failing_tests: &[&str]) -> Key {
     let depth = u32::try_from(file.matches('/').count()).unwrap_or(u32::MAX);
-    if !is_test_path(file) {
+    if !test {
         return keys.get(file).copied().unwrap_or((3, 0, depth));
     }
     match failing_tests.iter().position(|t| *t == file) {
@@ -300,10 +302,19 @@ fn nearest_first<'f>(
         (own.contains(folder_of(file)), depth)
     };
     // Nearest first, then by where each came: twelve bytes a file, and only the first `limit`
-    // of them sorted.
+    // of them sorted. A file's nearness is its folder's, and a folder's files come together.
+    let mut last: Option<(&str, (bool, u32))> = None;
     let mut ranked: Vec<(std::cmp::Reverse<(bool, u32)>, u32)> = (0..files.len())
         .map(|i| {
-            let near = nearness(all[files[i] as usize]);
+            let file = all[files[i] as usize];
+            let near = match last {
+                Some((folder, near)) if folder == folder_of(file) => near,
+                _ => {
+                    let near = nearness(file);
+                    last = Some((folder_of(file), near));
+                    near
+                }
+            };
             (
                 std::cmp::Reverse(near),
                 u32::try_from(i).unwrap_or(u32::MAX),
