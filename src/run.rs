@@ -275,9 +275,8 @@ pub fn execute(
 
 /// What is to be said of the user's uncommitted changes, looked at in a thread of its own
 /// (`start::look_at_uncommitted`) once the model is first asked, or once something waits for
-/// it. Nothing before the first request needs it: on a large checkout the look (the index
-/// read whole, one `lstat` a file) took a core's worth of the start, beside the base's test
-/// and the brief. It is said with the first line after it is done, and at the latest before
+/// it. Nothing before the first request needs it: on a large checkout the look (an `lstat`
+/// a file) took a core's worth of the start, beside the base's test and the brief. It is said with the first line after it is done, and at the latest before
 /// the report.
 #[derive(Default)]
 pub struct Pending {

@@ -377,9 +377,10 @@ fn uncommitted_line(git_dir: &Path) -> Option<String> {
 /// something waits for the line): what lets it go on comes with it. Nothing before the first
 /// request waits for it, and on two cores, going from the start, it took a core from the
 /// base's test and then from the brief (about 80 ms of a second run's first request at
-/// 100,000 files). It yields to the run (nice 10), and takes its turn with the pooled tree's
-/// preparation to hold a whole index (17 MiB at 100,000 files). Where nothing will ask for the
-/// line any more (the run ended before the model), it does not look.
+/// 100,000 files). It yields to the run (nice 10), and goes after the pooled tree's
+/// preparation, which the first tool call waits for (where a file is in doubt, its full status
+/// holds a whole index, 17 MiB at 100,000 files, as that preparation does). Where nothing will
+/// ask for the line any more (the run ended before the model), it does not look.
 pub(crate) fn look_at_uncommitted(git_dir: &Path) -> (crate::run::Notice, crate::run::Go) {
     let git_dir = git_dir.to_path_buf();
     let (go, asked) = std::sync::mpsc::channel::<()>();
