@@ -240,7 +240,8 @@ pub fn execute(
     let ran = run_in(
         &mut plan, &workspace, set_up, &interrupt, &mut said, waiting, &runtime,
     );
-    notice.say_if_done(true, progress);
+    // A run stopped by Ctrl-C does not wait for the look: it may not have begun.
+    notice.say_if_done(!interrupt.load(Ordering::SeqCst), progress);
     let spent = ran
         .as_ref()
         .ok()

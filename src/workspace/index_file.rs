@@ -22,6 +22,8 @@ const MAX_PATH: usize = 1 << 16;
 pub(crate) struct IndexFile {
     reader: BufReader<std::fs::File>,
     version: u32,
+    /// How many entries the header says the file holds, and how many are left to read.
+    count: u32,
     left: u32,
     path: Vec<u8>,
 }
@@ -36,10 +38,12 @@ impl IndexFile {
         if &header[..4] != b"DIRC" || !(2..=4).contains(&version) {
             return None;
         }
+        let count = be32(&header[8..12]);
         Some(IndexFile {
             reader,
             version,
-            left: be32(&header[8..12]),
+            count,
+            left: count,
             path: Vec::new(),
         })
     }
@@ -175,7 +179,11 @@ impl IndexFile {
                     // The root's entry comes first, and is short.
                     let mut first = Vec::new();
                     (&mut data).take(64).read_to_end(&mut first).ok()?;
-                    root = cached_root(&first);
+                    // A root that covers other entries than the file holds names another
+                    // index's tree (git has written such a root after splitting an index).
+                    root = cached_root(&first)
+                        .filter(|&(covered, _)| covered == u64::from(self.count))
+                        .map(|(_, id)| id);
                 }
                 // Optional ones (an upper-case first letter) may be passed over; any other
                 // changes what the entries mean (a split index's "link", a sparse one's "sdir").
@@ -191,18 +199,18 @@ impl IndexFile {
     }
 }
 
-/// The id of the whole tree in a cached-trees extension, if it is valid.
-fn cached_root(data: &[u8]) -> Option<Oid> {
+/// How many entries the whole tree in a cached-trees extension covers, and its id, if it is
+/// valid.
+fn cached_root(data: &[u8]) -> Option<(u64, Oid)> {
     // The root's entry: its path (empty), NUL, its entry count (-1 where invalid), a space,
     // its subtrees' count, a newline, then its id.
     let rest = data.strip_prefix(b"\0")?;
     let line = rest.iter().position(|b| *b == b'\n')?;
     let (counts, rest) = (&rest[..line], &rest[line + 1..]);
     let entries = std::str::from_utf8(counts).ok()?.split(' ').next()?;
-    if entries.parse::<i64>().ok()? < 0 {
-        return None;
-    }
-    Oid::from_bytes(rest.get(..ID)?).ok()
+    // Invalid ("-1") does not parse as a count.
+    let covered = entries.parse::<u64>().ok()?;
+    Some((covered, Oid::from_bytes(rest.get(..ID)?).ok()?))
 }
 
 fn be32(bytes: &[u8]) -> u32 {
@@ -356,6 +364,35 @@ mod tests {
         std::fs::write(root.join("ab"), "again\n").unwrap();
         git(root, &["add", "ab"]);
         assert_eq!(read(&index_path).map(|(_, tree)| tree), Some(None));
+    }
+
+    /// Cached trees that cover other entries than the file holds name no tree: git has written
+    /// an index of no entries whose cached root still covered the two it had split away.
+    #[test]
+    fn a_root_covering_other_entries_names_no_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q"]);
+        std::fs::write(root.join("a.py"), "a\n").unwrap();
+        std::fs::write(root.join("c"), "c\n").unwrap();
+        git(root, &["add", "."]);
+        git(root, &["commit", "-qm", "base"]);
+        let whole = std::fs::read(root.join(".git/index")).unwrap();
+        assert!(read(&root.join(".git/index")).unwrap().1.is_some());
+        // The same cached trees after a header of no entries.
+        let at = whole
+            .windows(5)
+            .position(|w| w[..4] == *b"TREE" && w[4] == 0)
+            .unwrap();
+        let size = usize::try_from(be32(&whole[at + 4..at + 8])).unwrap();
+        let mut emptied = b"DIRC\0\0\0\x02\0\0\0\0".to_vec();
+        emptied.extend(&whole[at..at + 8 + size]);
+        emptied.extend([0u8; ID]);
+        let file = root.join("emptied");
+        std::fs::write(&file, &emptied).unwrap();
+        let (entries, tree) = read(&file).expect("an index read here");
+        assert!(entries.is_empty());
+        assert_eq!(tree, None);
     }
 
     /// A file cut short, or not an index at all, answers nothing.
