@@ -240,8 +240,7 @@ pub fn execute(
     let ran = run_in(
         &mut plan, &workspace, set_up, &interrupt, &mut said, waiting, &runtime,
     );
-    // A run stopped by Ctrl-C does not wait for the look: it may not have begun.
-    notice.say_if_done(!interrupt.load(Ordering::SeqCst), progress);
+    notice.say_if_done(true, progress);
     let spent = ran
         .as_ref()
         .ok()
