@@ -218,12 +218,14 @@ fn be32(bytes: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::workspace) mod tests {
     use super::*;
     use git2::Repository;
     use std::process::Command;
 
-    fn git(dir: &Path, args: &[&str]) -> String {
+    /// `git ARGS` in `dir`, with no user or system config and a fixed identity: its output,
+    /// trimmed. Fails the test where git fails.
+    pub(in crate::workspace) fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")
             .args(args)
             .current_dir(dir)

@@ -204,9 +204,7 @@ pub fn base_reader(
         };
         blob_paths(&lister, &tree, Blobs::Regular).unwrap_or_default()
     };
-    let files = TreeFiles::new(own, tree_id);
-    let read = move |path: &str| files.read(path);
-    Ok((Box::new(list), Box::new(read)))
+    Ok((Box::new(list), TreeFiles::new(own, tree_id).into_reader()))
 }
 
 /// Makes readers of a commit's files as `base_reader`'s, each with a repository handle of its
@@ -219,9 +217,7 @@ pub fn base_readers(
     let git_dir = repo.path().to_path_buf();
     Ok(Box::new(move || {
         let own = std::rc::Rc::new(Repository::open(&git_dir).ok()?);
-        let files = TreeFiles::new(own, tree_id);
-        let read: crate::brief::Reader = Box::new(move |path: &str| files.read(path));
-        Some(read)
+        Some(TreeFiles::new(own, tree_id).into_reader())
     }))
 }
 
@@ -252,6 +248,11 @@ impl TreeFiles {
             folders: RefCell::new(HashMap::new()),
             kept: std::cell::Cell::new(0),
         }
+    }
+
+    /// `read`, as the brief takes it.
+    fn into_reader(self) -> crate::brief::Reader {
+        Box::new(move |path: &str| self.read(path))
     }
 
     /// The text of the regular file at `path` (`/`-separated); None for anything else.
